@@ -1,0 +1,107 @@
+//! Inputs, poisoning and comparison for correctness checks.
+//!
+//! Inputs are fresh random numbers (never zeros: they hide unwritten outputs), drawn from a
+//! seed that every failure message prints, so a case can be replayed with `ROOFLAB_SEED`.
+//! Outputs are poisoned with NaN before a launch ([`crate::Gpu::poison`]); a NaN never passes.
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+/// The seed for this process: `ROOFLAB_SEED` if set, else fresh entropy.
+pub fn seed() -> u64 {
+    match std::env::var("ROOFLAB_SEED") {
+        Ok(s) => s
+            .parse()
+            .unwrap_or_else(|_| panic!("ROOFLAB_SEED={s:?} is not a u64")),
+        Err(_) => rand::random(),
+    }
+}
+
+pub fn rng(seed: u64) -> StdRng {
+    StdRng::seed_from_u64(seed)
+}
+
+/// `n` values uniform in [lo, hi).
+pub fn random_f32(rng: &mut StdRng, n: usize, lo: f32, hi: f32) -> Vec<f32> {
+    (0..n).map(|_| rng.random_range(lo..hi)).collect()
+}
+
+/// Compare `got` with `want` element by element: `|got - want| <= abs + rel * |want|`,
+/// with `approx`'s relative comparison. NaN or infinity where the reference is finite fails.
+/// Returns a message naming the first few bad elements and the count.
+pub fn compare_f32(
+    what: &str,
+    got: &[f32],
+    want: &[f32],
+    rel: f32,
+    abs: f32,
+) -> Result<(), String> {
+    if got.len() != want.len() {
+        return Err(format!(
+            "{what}: {} elements back, {} expected",
+            got.len(),
+            want.len()
+        ));
+    }
+    let mut bad = Vec::new();
+    let mut count = 0usize;
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let ok = if w.is_finite() {
+            g.is_finite() && approx::relative_eq!(g, w, epsilon = abs, max_relative = rel)
+        } else {
+            // A non-finite reference (documented cases only) must be matched exactly in kind.
+            (w.is_nan() && g.is_nan()) || g == w
+        };
+        if !ok {
+            count += 1;
+            if bad.len() < 5 {
+                bad.push(format!("[{i}] got {g:e} want {w:e}"));
+            }
+        }
+    }
+    if count == 0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what}: {count} of {} elements wrong (rel tol {rel:e}, abs {abs:e}); first: {}",
+            got.len(),
+            bad.join(", ")
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nan_never_passes() {
+        assert!(compare_f32("x", &[f32::NAN], &[1.0], 1.0, 1.0).is_err());
+        assert!(
+            compare_f32(
+                "x",
+                &[f32::from_bits(crate::gpu::POISON_F32_BITS)],
+                &[0.5],
+                1e-5,
+                0.0
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn tolerance_and_lengths() {
+        assert!(compare_f32("x", &[1.0, 2.0], &[1.0, 2.0 + 1e-6], 1e-5, 0.0).is_ok());
+        let e = compare_f32("x", &[1.0, 2.1], &[1.0, 2.0], 1e-5, 0.0).unwrap_err();
+        assert!(e.contains("1 of 2") && e.contains("[1]"), "{e}");
+        assert!(compare_f32("x", &[1.0], &[1.0, 2.0], 1e-5, 0.0).is_err());
+    }
+
+    #[test]
+    fn random_inputs_are_not_zero_and_replay() {
+        let a = random_f32(&mut rng(7), 1000, -1.0, 1.0);
+        let b = random_f32(&mut rng(7), 1000, -1.0, 1.0);
+        assert_eq!(a, b);
+        assert!(a.iter().filter(|v| **v == 0.0).count() < 2);
+    }
+}

@@ -1,0 +1,129 @@
+//! One error type for the whole host side. Each message names what was wrong and what to do.
+
+use cust::error::CudaError;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(
+        "no CUDA device: cuInit reported {0}. rooflab needs an NVIDIA GPU with its driver \
+         loaded (`nvidia-smi` should list it); GPU work was not done"
+    )]
+    NoDevice(String),
+
+    #[error(
+        "the NVIDIA driver is too old: it supports CUDA {have}, rooflab's PTX (ISA {isa}) needs a \
+         driver for CUDA {need} or newer. Update the driver"
+    )]
+    DriverTooOld {
+        have: String,
+        need: String,
+        isa: String,
+    },
+
+    #[error(
+        "no PTX fits this GPU: {device} has compute capability {cc}, the oldest PTX built is \
+         for {oldest}. Add an older sm_XX to host/build/ptx_arches.txt and rebuild"
+    )]
+    NoPtxForDevice {
+        device: String,
+        cc: String,
+        oldest: String,
+    },
+
+    #[error("the driver refused rooflab's {arch} PTX: {code}. {hint}")]
+    PtxLoad {
+        arch: String,
+        code: String,
+        hint: String,
+    },
+
+    #[error(
+        "kernel `{0}` is not in the loaded PTX; rebuild (cargo xtask test) so host and PTX match"
+    )]
+    MissingKernel(String),
+
+    #[error("bad input for {op}: {what}")]
+    Shape { op: String, what: String },
+
+    #[error(
+        "{op}: {what} = {value} is past the kernel's limit of {limit}; split the work or use a \
+         variant with 64-bit indexing"
+    )]
+    TooLarge {
+        op: String,
+        what: String,
+        value: u64,
+        limit: u64,
+    },
+
+    #[error(
+        "out of device memory: asked for {requested} bytes ({requested_gib:.2} GiB) with \
+         {free} bytes free of {total}. Use a smaller --size or free the GPU"
+    )]
+    OutOfMemory {
+        requested: u64,
+        requested_gib: f64,
+        free: u64,
+        total: u64,
+    },
+
+    #[error("launching `{kernel}` failed: {source}. Check grid/block sizes and shared memory")]
+    Launch { kernel: String, source: CudaError },
+
+    #[error(
+        "kernel `{kernel}` faulted on the device: {source}. The CUDA context is now unusable; \
+         the process must exit (re-run the single test with compute-sanitizer to locate it)"
+    )]
+    DeviceFault { kernel: String, source: CudaError },
+
+    #[error("CUDA call `{call}` failed: {source}")]
+    Cuda {
+        call: &'static str,
+        source: CudaError,
+    },
+
+    #[error("{0}")]
+    Mismatch(String),
+
+    #[error("{0}")]
+    Other(String),
+}
+
+impl Error {
+    /// True when the error leaves the CUDA context unusable (sticky errors): a caller must
+    /// stop using this `Gpu`.
+    pub fn is_fatal(&self) -> bool {
+        matches!(self, Error::DeviceFault { .. })
+    }
+}
+
+/// `.cuda("cuXxx")?` turns a cust error into `Error::Cuda` naming the call.
+pub trait CudaResultExt<T> {
+    fn cuda(self, call: &'static str) -> Result<T>;
+}
+
+impl<T> CudaResultExt<T> for cust::error::CudaResult<T> {
+    fn cuda(self, call: &'static str) -> Result<T> {
+        self.map_err(|source| Error::Cuda { call, source })
+    }
+}
+
+/// Errors after which the context is dead (CUDA's "sticky" errors).
+pub fn is_sticky(e: CudaError) -> bool {
+    use CudaError::*;
+    matches!(
+        e,
+        IllegalAddress
+            | LaunchFailed
+            | IllegalInstruction
+            | MisalignedAddress
+            | InvalidAddressSpace
+            | InvalidProgramCounter
+            | HardwareStackError
+            | AssertError
+            | LaunchTimeout
+            | UnknownError
+    )
+}

@@ -1,0 +1,647 @@
+//! The `Gpu` handle: one device, its primary context, rooflab's PTX module, one stream.
+//!
+//! Everything device-side goes through here: allocation (checked against free memory),
+//! upload/download, poisoning, the launch path (which names the kernel in every error), and
+//! event timing. Ops never call `cust` directly except to name buffer types.
+
+use std::cell::RefCell;
+use std::ffi::{CStr, CString, c_void};
+use std::marker::PhantomData;
+use std::ops::Range;
+
+use cust::context::Context;
+use cust::device::{Device, DeviceAttribute};
+use cust::error::CudaError;
+use cust::event::{Event, EventFlags};
+use cust::memory::{CopyDestination, DeviceBuffer, DeviceCopy};
+use cust::module::Module;
+use cust::stream::{Stream, StreamFlags};
+
+use crate::error::{CudaResultExt, Error, Result, is_sticky};
+use crate::ptx;
+
+/// What rooflab knows about the device it runs on.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct DeviceInfo {
+    pub name: String,
+    pub ordinal: u32,
+    pub compute_capability: (i32, i32),
+    pub multiprocessors: u32,
+    pub l2_bytes: u64,
+    pub total_memory: u64,
+    pub max_shared_per_block_optin: u32,
+    pub sm_clock_mhz: u32,
+    pub memory_clock_mhz: u32,
+    pub memory_bus_bits: u32,
+    /// As the driver reports it: 1000 * major + 10 * minor.
+    pub driver_cuda_version: i32,
+    pub ptx_arch: &'static str,
+}
+
+/// Raw driver entry points whose exact result codes we need: cust maps codes newer than its
+/// CUDA 11.4 headers to `UnknownError`, which would lose "unsupported PTX version".
+mod raw {
+    use std::ffi::{c_char, c_int, c_uint, c_void};
+    #[link(name = "cuda")]
+    unsafe extern "C" {
+        pub fn cuInit(flags: c_uint) -> c_int;
+        pub fn cuDriverGetVersion(version: *mut c_int) -> c_int;
+        pub fn cuGetErrorName(code: c_int, name: *mut *const c_char) -> c_int;
+        #[link_name = "cuModuleLoadDataEx"]
+        pub fn cuModuleLoadDataEx(
+            module: *mut *mut c_void,
+            image: *const c_void,
+            n: c_uint,
+            options: *mut c_int,
+            values: *mut *mut c_void,
+        ) -> c_int;
+        pub fn cuModuleUnload(module: *mut c_void) -> c_int;
+        pub fn cuMemsetD32Async(dst: u64, value: c_uint, n: usize, stream: *mut c_void) -> c_int;
+        #[link_name = "cuMemcpyDtoDAsync_v2"]
+        pub fn cuMemcpyDtoDAsync(dst: u64, src: u64, bytes: usize, stream: *mut c_void) -> c_int;
+        pub fn cuDeviceGetAttribute(value: *mut c_int, attr: c_int, device: c_int) -> c_int;
+        pub fn cuFuncSetAttribute(func: *mut c_void, attr: c_int, value: c_int) -> c_int;
+    }
+}
+
+/// The name of a raw CUDA result code, e.g. `CUDA_ERROR_UNSUPPORTED_PTX_VERSION`.
+fn error_name(code: i32) -> String {
+    let mut p = std::ptr::null();
+    // SAFETY: cuGetErrorName writes a pointer to a static string or fails.
+    let ok = unsafe { raw::cuGetErrorName(code, &mut p) } == 0 && !p.is_null();
+    if ok {
+        // SAFETY: the driver returned a NUL-terminated static string.
+        format!(
+            "{} ({code})",
+            unsafe { CStr::from_ptr(p) }.to_string_lossy()
+        )
+    } else {
+        format!("CUDA error {code}")
+    }
+}
+
+/// A quiet-NaN bit pattern written into every output before a launch, so that an element a
+/// kernel fails to write can never pass a comparison.
+pub const POISON_F32_BITS: u32 = 0x7fc0_dead;
+
+pub struct Gpu {
+    pub info: DeviceInfo,
+    module: Module,
+    stream: Stream,
+    /// The last kernel launched: a fault found at the next synchronization is reported
+    /// against it.
+    last_kernel: RefCell<String>,
+    _context: Context,
+}
+
+impl Gpu {
+    /// The device named by `ROOFLAB_DEVICE` (an ordinal, default 0).
+    pub fn new() -> Result<Gpu> {
+        let ordinal = match std::env::var("ROOFLAB_DEVICE") {
+            Ok(s) => s.parse::<u32>().map_err(|_| {
+                Error::Other(format!(
+                    "ROOFLAB_DEVICE={s:?} is not a device ordinal (0, 1, ...)"
+                ))
+            })?,
+            Err(_) => 0,
+        };
+        Self::with_ordinal(ordinal)
+    }
+
+    pub fn with_ordinal(ordinal: u32) -> Result<Gpu> {
+        // SAFETY: cuInit may be called any number of times.
+        let code = unsafe { raw::cuInit(0) };
+        match code {
+            0 => {}
+            35 => {
+                return Err(Error::DriverTooOld {
+                    have: "older than the CUDA runtime interface rooflab uses".into(),
+                    need: "11.8".into(),
+                    isa: "7.8".into(),
+                });
+            }
+            _ => return Err(Error::NoDevice(error_name(code))),
+        }
+        let count = Device::num_devices().cuda("cuDeviceGetCount")?;
+        if count == 0 {
+            return Err(Error::NoDevice("no devices listed".into()));
+        }
+        if ordinal >= count {
+            return Err(Error::Other(format!(
+                "device {ordinal} asked for (ROOFLAB_DEVICE), but only {count} CUDA device(s) exist: use 0..{}",
+                count - 1
+            )));
+        }
+        let device = Device::get_device(ordinal).cuda("cuDeviceGet")?;
+        let attr = |a| device.get_attribute(a).cuda("cuDeviceGetAttribute");
+        let cc = (
+            attr(DeviceAttribute::ComputeCapabilityMajor)?,
+            attr(DeviceAttribute::ComputeCapabilityMinor)?,
+        );
+        let name = device.name().cuda("cuDeviceGetName")?;
+        let mut driver = 0;
+        // SAFETY: writes one int.
+        unsafe { raw::cuDriverGetVersion(&mut driver) };
+
+        let Some((arch, ptx_text)) = ptx::choose(cc.0, cc.1) else {
+            return Err(Error::NoPtxForDevice {
+                device: name,
+                cc: format!("{}.{}", cc.0, cc.1),
+                oldest: ptx::BUILT.first().map(|p| p.0).unwrap_or("none").into(),
+            });
+        };
+        let isa = ptx::isa_version(ptx_text);
+        if let Some(need) = ptx::cuda_version_for_isa(isa)
+            && driver < need
+        {
+            return Err(Error::DriverTooOld {
+                have: ptx::format_cuda_version(driver),
+                need: ptx::format_cuda_version(need),
+                isa: isa.into(),
+            });
+        }
+
+        let context = Context::new(device).cuda("cuDevicePrimaryCtxRetain")?;
+        let module = load_module(arch, ptx_text, driver)?;
+        let stream = Stream::new(StreamFlags::NON_BLOCKING, None).cuda("cuStreamCreate")?;
+        let info = DeviceInfo {
+            name,
+            ordinal,
+            compute_capability: cc,
+            multiprocessors: attr(DeviceAttribute::MultiprocessorCount)? as u32,
+            l2_bytes: attr(DeviceAttribute::L2CacheSize)? as u64,
+            total_memory: device.total_memory().cuda("cuDeviceTotalMem")? as u64,
+            max_shared_per_block_optin: {
+                // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN (97) is past cust's enum.
+                let mut v = 0;
+                // SAFETY: writes one int for a valid device ordinal.
+                unsafe { raw::cuDeviceGetAttribute(&mut v, 97, ordinal as i32) };
+                v as u32
+            },
+            sm_clock_mhz: attr(DeviceAttribute::ClockRate)? as u32 / 1000,
+            memory_clock_mhz: attr(DeviceAttribute::MemoryClockRate)? as u32 / 1000,
+            memory_bus_bits: attr(DeviceAttribute::GlobalMemoryBusWidth)? as u32,
+            driver_cuda_version: driver,
+            ptx_arch: arch,
+        };
+        Ok(Gpu {
+            info,
+            module,
+            stream,
+            last_kernel: RefCell::new(String::new()),
+            _context: context,
+        })
+    }
+
+    /// One line for logs: "NVIDIA H200 (sm_90, 132 SMs, 60 MiB L2, driver CUDA 13.0, PTX sm_90)".
+    pub fn describe(&self) -> String {
+        let i = &self.info;
+        format!(
+            "{} (cc {}.{}, {} SMs, {} MiB L2, {:.0} GiB, driver CUDA {}, PTX {})",
+            i.name,
+            i.compute_capability.0,
+            i.compute_capability.1,
+            i.multiprocessors,
+            i.l2_bytes >> 20,
+            i.total_memory as f64 / (1u64 << 30) as f64,
+            ptx::format_cuda_version(i.driver_cuda_version),
+            i.ptx_arch
+        )
+    }
+
+    /// (free, total) device memory in bytes.
+    pub fn memory_info(&self) -> Result<(u64, u64)> {
+        let (free, total) = cust::memory::mem_get_info().cuda("cuMemGetInfo")?;
+        Ok((free as u64, total as u64))
+    }
+
+    /// An uninitialized device array of `len` elements. Refused, with the numbers, when it
+    /// cannot fit in free memory. `len == 0` gives an empty array and allocates nothing.
+    pub fn alloc<T: DeviceCopy>(&self, len: usize) -> Result<DeviceArray<T>> {
+        if len == 0 {
+            return Ok(DeviceArray { buf: None, len: 0 });
+        }
+        let bytes = (len as u64).saturating_mul(size_of::<T>() as u64);
+        let (free, total) = self.memory_info()?;
+        let oom = || Error::OutOfMemory {
+            requested: bytes,
+            requested_gib: bytes as f64 / (1u64 << 30) as f64,
+            free,
+            total,
+        };
+        if bytes > free {
+            return Err(oom());
+        }
+        // SAFETY: uninitialized device memory is fine for DeviceCopy types; every user either
+        // uploads or poisons before reading.
+        match unsafe { DeviceBuffer::uninitialized(len) } {
+            Ok(buf) => Ok(DeviceArray {
+                buf: Some(buf),
+                len,
+            }),
+            Err(CudaError::OutOfMemory) => Err(oom()),
+            Err(source) => Err(Error::Cuda {
+                call: "cuMemAlloc",
+                source,
+            }),
+        }
+    }
+
+    /// A device copy of `data`.
+    pub fn upload<T: DeviceCopy>(&self, data: &[T]) -> Result<DeviceArray<T>> {
+        let mut a = self.alloc(data.len())?;
+        a.copy_from_host(data)?;
+        Ok(a)
+    }
+
+    /// Fill `view` (4-byte elements) with the NaN poison pattern, stream-ordered.
+    pub fn poison<T: DeviceCopy>(&self, view: ViewMut<'_, T>) -> Result<()> {
+        assert_eq!(size_of::<T>(), 4, "poison() is for 4-byte elements");
+        self.memset_u32(view.addr, POISON_F32_BITS, view.len)
+    }
+
+    /// Fill `len` 4-byte words at `addr` with `value`, stream-ordered.
+    fn memset_u32(&self, addr: u64, value: u32, len: usize) -> Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        // SAFETY: the caller's view covers `len` words of a live allocation.
+        let code =
+            unsafe { raw::cuMemsetD32Async(addr, value, len, self.stream.as_inner().cast()) };
+        if code != 0 {
+            return Err(Error::Other(format!(
+                "cuMemsetD32Async failed: {}",
+                error_name(code)
+            )));
+        }
+        Ok(())
+    }
+
+    /// `dst = src` through the copy engine / driver path (cuMemcpyDtoD): the copy ceiling.
+    pub fn copy_device<T: DeviceCopy>(&self, src: View<'_, T>, dst: ViewMut<'_, T>) -> Result<()> {
+        if src.len != dst.len {
+            return Err(Error::Shape {
+                op: "copy_device".into(),
+                what: format!("{} vs {} elements", src.len, dst.len),
+            });
+        }
+        let bytes = src.len * size_of::<T>();
+        // SAFETY: both views are live and `bytes` long.
+        let code = unsafe {
+            raw::cuMemcpyDtoDAsync(dst.addr, src.addr, bytes, self.stream.as_inner().cast())
+        };
+        if code != 0 {
+            return Err(Error::Other(format!(
+                "cuMemcpyDtoDAsync failed: {}",
+                error_name(code)
+            )));
+        }
+        Ok(())
+    }
+
+    /// Launch `kernel` on this Gpu's stream. Geometry problems become `Error::Launch`, a
+    /// sticky fault `Error::DeviceFault`; both name the kernel.
+    ///
+    /// # Safety
+    /// `args` must point to values whose types and order match the kernel's parameters, and
+    /// every device address among them must be valid for what the kernel accesses.
+    pub unsafe fn launch(
+        &self,
+        kernel: &str,
+        cfg: LaunchConfig,
+        args: &[*mut c_void],
+    ) -> Result<()> {
+        let func = self
+            .module
+            .get_function(kernel)
+            .map_err(|_| Error::MissingKernel(kernel.into()))?;
+        if cfg.shared_bytes > 48 * 1024 {
+            // Above 48 KiB a kernel must opt in to more dynamic shared memory.
+            // SAFETY: a valid function handle and attribute (8 = MAX_DYNAMIC_SHARED_SIZE_BYTES).
+            let code = unsafe {
+                raw::cuFuncSetAttribute(func.to_raw().cast(), 8, cfg.shared_bytes as i32)
+            };
+            if code != 0 {
+                return Err(Error::Other(format!(
+                    "`{kernel}` asks for {} bytes of shared memory, the device allows {}: {}",
+                    cfg.shared_bytes,
+                    self.info.max_shared_per_block_optin,
+                    error_name(code)
+                )));
+            }
+        }
+        *self.last_kernel.borrow_mut() = kernel.to_owned();
+        // SAFETY: forwarded from the caller.
+        let r = unsafe {
+            self.stream
+                .launch(&func, cfg.grid, cfg.block, cfg.shared_bytes, args)
+        };
+        r.map_err(|source| {
+            if is_sticky(source) {
+                Error::DeviceFault {
+                    kernel: kernel.into(),
+                    source,
+                }
+            } else {
+                Error::Launch {
+                    kernel: kernel.into(),
+                    source,
+                }
+            }
+        })
+    }
+
+    /// How many blocks of `kernel` fit on one SM at `block_threads` threads and `shared`
+    /// bytes of dynamic shared memory (the occupancy calculator).
+    pub fn blocks_per_sm(&self, kernel: &str, block_threads: u32, shared: usize) -> Result<u32> {
+        let func = self
+            .module
+            .get_function(kernel)
+            .map_err(|_| Error::MissingKernel(kernel.into()))?;
+        func.max_active_blocks_per_multiprocessor(block_threads.into(), shared)
+            .cuda("cuOccupancyMaxActiveBlocksPerMultiprocessor")
+    }
+
+    /// Registers per thread and local (spill) bytes of `kernel`, as the driver compiled it.
+    pub fn kernel_resources(&self, kernel: &str) -> Result<(i32, i32)> {
+        use cust::function::FunctionAttribute;
+        let func = self
+            .module
+            .get_function(kernel)
+            .map_err(|_| Error::MissingKernel(kernel.into()))?;
+        Ok((
+            func.get_attribute(FunctionAttribute::NumRegisters)
+                .cuda("cuFuncGetAttribute")?,
+            func.get_attribute(FunctionAttribute::LocalSizeBytes)
+                .cuda("cuFuncGetAttribute")?,
+        ))
+    }
+
+    /// Wait for the stream. A fault inside a kernel surfaces here, named after the last launch.
+    pub fn sync(&self) -> Result<()> {
+        self.stream
+            .synchronize()
+            .map_err(|source| self.fault(source, "cuStreamSynchronize"))
+    }
+
+    fn fault(&self, source: CudaError, call: &'static str) -> Error {
+        if is_sticky(source) {
+            Error::DeviceFault {
+                kernel: self.last_kernel.borrow().clone(),
+                source,
+            }
+        } else {
+            Error::Cuda { call, source }
+        }
+    }
+
+    /// Time `reps` calls of `launch(i)` (after `warmup` untimed ones), each bracketed by its
+    /// own pair of CUDA events on this stream. Returns microseconds per call.
+    pub fn time(
+        &self,
+        warmup: usize,
+        reps: usize,
+        mut launch: impl FnMut(usize) -> Result<()>,
+    ) -> Result<Vec<f64>> {
+        for i in 0..warmup {
+            launch(i)?;
+        }
+        self.sync()?;
+        let events = (0..=reps)
+            .map(|_| Event::new(EventFlags::DEFAULT).cuda("cuEventCreate"))
+            .collect::<Result<Vec<_>>>()?;
+        // Back-to-back: event i+1 ends call i and starts call i+1, so no gap is unmeasured
+        // and no launch waits on the host.
+        events[0].record(&self.stream).cuda("cuEventRecord")?;
+        for i in 0..reps {
+            launch(warmup + i)?;
+            events[i + 1].record(&self.stream).cuda("cuEventRecord")?;
+        }
+        self.sync()?;
+        (0..reps)
+            .map(|i| {
+                events[i + 1]
+                    .elapsed_time_f32(&events[i])
+                    .map(|ms| ms as f64 * 1e3)
+                    .map_err(|s| self.fault(s, "cuEventElapsedTime"))
+            })
+            .collect()
+    }
+}
+
+/// Unloads the module explicitly before the context goes (field order would do it too; this
+/// keeps it obvious).
+impl Drop for Gpu {
+    fn drop(&mut self) {
+        let _ = self.stream.synchronize();
+    }
+}
+
+fn load_module(arch: &str, ptx_text: &str, driver: i32) -> Result<Module> {
+    if let Ok(m) = Module::from_ptx(ptx_text, &[]) {
+        return Ok(m);
+    }
+    // Load again through the raw call to get the exact code and the JIT's own log.
+    let c = CString::new(ptx_text).map_err(|_| Error::Other("PTX contains a NUL byte".into()))?;
+    let mut log = vec![0u8; 8192];
+    // CU_JIT_ERROR_LOG_BUFFER = 5, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6.
+    let mut opts = [5i32, 6i32];
+    let mut vals = [log.as_mut_ptr() as *mut c_void, log.len() as *mut c_void];
+    let mut m = std::ptr::null_mut();
+    // SAFETY: options and values arrays have matching lengths; the log buffer outlives the call.
+    let code = unsafe {
+        raw::cuModuleLoadDataEx(
+            &mut m,
+            c.as_ptr().cast(),
+            2,
+            opts.as_mut_ptr(),
+            vals.as_mut_ptr(),
+        )
+    };
+    if code == 0 {
+        // SAFETY: we just loaded it; unload the duplicate.
+        unsafe { raw::cuModuleUnload(m) };
+        return Module::from_ptx(ptx_text, &[]).map_err(|s| Error::Cuda {
+            call: "cuModuleLoadData",
+            source: s,
+        });
+    }
+    let jit_log = String::from_utf8_lossy(&log[..log.iter().position(|&b| b == 0).unwrap_or(0)])
+        .trim()
+        .to_string();
+    let isa = ptx::isa_version(ptx_text);
+    let hint = match code {
+        222 => format!(
+            "The driver (CUDA {}) is older than PTX ISA {isa} needs (CUDA {}): update the NVIDIA driver",
+            ptx::format_cuda_version(driver),
+            ptx::cuda_version_for_isa(isa).map(ptx::format_cuda_version).unwrap_or("?".into())
+        ),
+        218 | 200 => "The PTX is malformed for this driver's JIT; rebuild with `cargo xtask test` and report it".into(),
+        209 => "No code in the module fits this GPU".into(),
+        _ => "See the JIT log".into(),
+    };
+    Err(Error::PtxLoad {
+        arch: arch.into(),
+        code: error_name(code),
+        hint: if jit_log.is_empty() {
+            hint
+        } else {
+            format!("{hint}. JIT log: {jit_log}")
+        },
+    })
+}
+
+/// Grid, block and dynamic shared memory of one launch.
+#[derive(Clone, Copy, Debug)]
+pub struct LaunchConfig {
+    pub grid: (u32, u32, u32),
+    pub block: (u32, u32, u32),
+    pub shared_bytes: u32,
+}
+
+impl LaunchConfig {
+    /// Enough `block_threads`-wide blocks for `threads` threads in x. Refused when the grid
+    /// would pass CUDA's 2^31-1 limit on gridDim.x.
+    pub fn for_threads(op: &str, threads: u64, block_threads: u32) -> Result<LaunchConfig> {
+        let blocks = threads.div_ceil(block_threads as u64).max(1);
+        if blocks > i32::MAX as u64 {
+            return Err(Error::TooLarge {
+                op: op.into(),
+                what: "blocks in x".into(),
+                value: blocks,
+                limit: i32::MAX as u64,
+            });
+        }
+        Ok(LaunchConfig {
+            grid: (blocks as u32, 1, 1),
+            block: (block_threads, 1, 1),
+            shared_bytes: 0,
+        })
+    }
+
+    pub fn grid_2d(grid: (u32, u32), block: (u32, u32), shared_bytes: u32) -> LaunchConfig {
+        LaunchConfig {
+            grid: (grid.0, grid.1, 1),
+            block: (block.0, block.1, 1),
+            shared_bytes,
+        }
+    }
+}
+
+/// Kernel arguments: `kernel_args![a, b, c]` is the `&[*mut c_void]` cuLaunchKernel wants,
+/// each entry pointing at one local value (`u64` device addresses, `f32`, `u32`, ...).
+#[macro_export]
+macro_rules! kernel_args {
+    ($($a:expr),* $(,)?) => {
+        [$(&$a as *const _ as *mut ::std::ffi::c_void),*]
+    };
+}
+
+/// An owned device array. Kernels see it through [`View`]s (read) and [`ViewMut`]s (write),
+/// which carry a device address and a length and borrow the array.
+pub struct DeviceArray<T: DeviceCopy> {
+    buf: Option<DeviceBuffer<T>>,
+    len: usize,
+}
+
+impl<T: DeviceCopy> DeviceArray<T> {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    fn addr(&self) -> u64 {
+        self.buf
+            .as_ref()
+            .map(|b| b.as_device_ptr().as_raw())
+            .unwrap_or(0)
+    }
+    fn check_range(&self, r: &Range<usize>) {
+        assert!(
+            r.start <= r.end && r.end <= self.len,
+            "range {r:?} outside a device array of {}",
+            self.len
+        );
+    }
+    pub fn view(&self) -> View<'_, T> {
+        self.view_range(0..self.len)
+    }
+    pub fn view_mut(&mut self) -> ViewMut<'_, T> {
+        self.view_range_mut(0..self.len)
+    }
+    /// Panics if `r` is outside the array (a bug in the caller, like slice indexing).
+    pub fn view_range(&self, r: Range<usize>) -> View<'_, T> {
+        self.check_range(&r);
+        View {
+            addr: self.addr() + (r.start * size_of::<T>()) as u64,
+            len: r.len(),
+            _p: PhantomData,
+        }
+    }
+    pub fn view_range_mut(&mut self, r: Range<usize>) -> ViewMut<'_, T> {
+        self.check_range(&r);
+        ViewMut {
+            addr: self.addr() + (r.start * size_of::<T>()) as u64,
+            len: r.len(),
+            _p: PhantomData,
+        }
+    }
+    pub fn copy_from_host(&mut self, data: &[T]) -> Result<()> {
+        if data.len() != self.len {
+            return Err(Error::Shape {
+                op: "upload".into(),
+                what: format!(
+                    "{} host elements into a device array of {}",
+                    data.len(),
+                    self.len
+                ),
+            });
+        }
+        match &mut self.buf {
+            Some(b) => b.copy_from(data).cuda("cuMemcpyHtoD"),
+            None => Ok(()),
+        }
+    }
+    /// Synchronous download (waits for all prior work on the context).
+    pub fn to_host(&self) -> Result<Vec<T>>
+    where
+        T: Default + Clone,
+    {
+        let mut v = vec![T::default(); self.len];
+        if let Some(b) = &self.buf {
+            cust::context::CurrentContext::synchronize().map_err(|source| Error::Cuda {
+                call: "cuCtxSynchronize",
+                source,
+            })?;
+            b.copy_to(&mut v[..]).cuda("cuMemcpyDtoH")?;
+        }
+        Ok(v)
+    }
+}
+
+/// A read-only window on a device array.
+#[derive(Clone, Copy)]
+pub struct View<'a, T> {
+    pub addr: u64,
+    pub len: usize,
+    _p: PhantomData<&'a T>,
+}
+
+/// A writable window on a device array.
+pub struct ViewMut<'a, T> {
+    pub addr: u64,
+    pub len: usize,
+    _p: PhantomData<&'a mut T>,
+}
+
+impl<'a, T> ViewMut<'a, T> {
+    /// Re-borrow (to pass the same output to several launches).
+    pub fn reborrow(&mut self) -> ViewMut<'_, T> {
+        ViewMut {
+            addr: self.addr,
+            len: self.len,
+            _p: PhantomData,
+        }
+    }
+}

@@ -1,0 +1,23 @@
+//! rooflab host side.
+//!
+//! - [`gpu`]: the `Gpu` handle (context, PTX module, stream, events) over `cust`, device
+//!   buffers, and the one launch path every op goes through;
+//! - [`error`]: the one error type; every message says what was wrong and what to do;
+//! - [`cost`]: FLOPs and bytes as distinct types, the accounting every row reports through;
+//! - [`check`]: random inputs, output poisoning and comparison with CPU references;
+//! - [`bench`]: timing (warm-up, CUDA events, median and spread) and the report;
+//! - [`ops`]: one file per kernel family: safe launch wrappers, CPU references, cost models,
+//!   bench cases and correctness tests for every variant;
+//! - [`testing`]: GPU tests as data, run by `tests/gpu.rs`.
+
+pub mod bench;
+pub mod check;
+pub mod cost;
+pub mod error;
+pub mod gpu;
+pub mod ops;
+pub mod ptx;
+pub mod testing;
+
+pub use error::{Error, Result};
+pub use gpu::Gpu;

@@ -1,0 +1,326 @@
+//! rooflab's device-support layer, shaped like rust-cuda's `cuda_std` so that switching back
+//! to it is a small change (see `../shared/TOOLCHAIN.md` for why we cannot use it here).
+//!
+//! Everything is a thin, `#[inline(always)]` wrapper over an NVPTX intrinsic or one PTX
+//! instruction, so the PTX that `cargo xtask explain` shows maps line by line to the source.
+//! Pointers are generic addresses; on CUDA a `cuMemAlloc` pointer is also a valid `.global`
+//! address, which is what lets us use `ld.global`/`st.global` on it.
+#![allow(clippy::missing_safety_doc)]
+
+use core::arch::asm;
+use core::arch::nvptx;
+
+/// Thread, block and grid indices (`%tid`, `%ctaid`, `%ntid`, `%nctaid`).
+pub mod thread {
+    use super::nvptx;
+
+    #[inline(always)]
+    pub fn thread_idx_x() -> u32 {
+        // SAFETY: reading a special register has no preconditions.
+        unsafe { nvptx::_thread_idx_x() }
+    }
+    #[inline(always)]
+    pub fn thread_idx_y() -> u32 {
+        // SAFETY: as above.
+        unsafe { nvptx::_thread_idx_y() }
+    }
+    #[inline(always)]
+    pub fn block_idx_x() -> u32 {
+        // SAFETY: as above.
+        unsafe { nvptx::_block_idx_x() }
+    }
+    #[inline(always)]
+    pub fn block_idx_y() -> u32 {
+        // SAFETY: as above.
+        unsafe { nvptx::_block_idx_y() }
+    }
+    #[inline(always)]
+    pub fn block_dim_x() -> u32 {
+        // SAFETY: as above.
+        unsafe { nvptx::_block_dim_x() }
+    }
+    #[inline(always)]
+    pub fn block_dim_y() -> u32 {
+        // SAFETY: as above.
+        unsafe { nvptx::_block_dim_y() }
+    }
+    #[inline(always)]
+    pub fn grid_dim_x() -> u32 {
+        // SAFETY: as above.
+        unsafe { nvptx::_grid_dim_x() }
+    }
+    #[inline(always)]
+    pub fn grid_dim_y() -> u32 {
+        // SAFETY: as above.
+        unsafe { nvptx::_grid_dim_y() }
+    }
+
+    /// Global 1D index of this thread, in 64 bits so that arrays past 2^32 elements work.
+    #[inline(always)]
+    pub fn index_1d() -> u64 {
+        block_idx_x() as u64 * block_dim_x() as u64 + thread_idx_x() as u64
+    }
+
+    /// Global 2D index `(x, y)`: x runs along the fastest-varying (contiguous) dimension.
+    #[inline(always)]
+    pub fn index_2d() -> (u32, u32) {
+        (
+            block_idx_x() * block_dim_x() + thread_idx_x(),
+            block_idx_y() * block_dim_y() + thread_idx_y(),
+        )
+    }
+
+    /// Total threads in a 1D grid: the step of a grid-stride loop.
+    #[inline(always)]
+    pub fn grid_stride_1d() -> u64 {
+        grid_dim_x() as u64 * block_dim_x() as u64
+    }
+
+    /// Flat thread index inside the block (x fastest).
+    #[inline(always)]
+    pub fn thread_idx_in_block() -> u32 {
+        thread_idx_y() * block_dim_x() + thread_idx_x()
+    }
+}
+
+/// Block-level synchronization (`bar.sync 0`).
+#[inline(always)]
+pub fn sync_threads() {
+    // SAFETY: every thread of the block must reach it; callers keep barriers out of
+    // divergent branches.
+    unsafe { nvptx::_syncthreads() }
+}
+
+/// Dynamic shared memory, sized by the host at launch (`sharedMemBytes`).
+pub mod shared {
+    /// Pointer to the block's dynamic shared memory, viewed as `T`s. All calls in a kernel
+    /// return the same address; the host is responsible for launching with enough bytes.
+    #[inline(always)]
+    pub fn dynamic_shared_mem<T>() -> *mut T {
+        core::intrinsics::gpu::gpu_launch_sized_workgroup_mem::<T>()
+    }
+}
+
+/// Warp-level primitives. All take the full-warp mask: callers keep all 32 lanes active.
+pub mod warp {
+    use super::asm;
+
+    pub const WARP_SIZE: u32 = 32;
+    const FULL_MASK: u32 = 0xffff_ffff;
+
+    /// This thread's lane in its warp (`%laneid`).
+    #[inline(always)]
+    pub fn lane_id() -> u32 {
+        let lane: u32;
+        // SAFETY: reads a special register.
+        unsafe { asm!("mov.u32 {0}, %laneid;", out(reg32) lane, options(pure, nomem, nostack)) };
+        lane
+    }
+
+    /// Butterfly shuffle: the value of lane `lane ^ mask`.
+    #[inline(always)]
+    pub fn shfl_xor_f32(value: f32, mask: u32) -> f32 {
+        let out: f32;
+        // SAFETY: all 32 lanes participate (FULL_MASK); c = 0x1f is the whole-warp clamp.
+        unsafe {
+            asm!(
+                "shfl.sync.bfly.b32 {0}, {1}, {2}, 0x1f, {3};",
+                out(reg32) out, in(reg32) value, in(reg32) mask, in(reg32) FULL_MASK,
+                options(nomem, nostack)
+            )
+        };
+        out
+    }
+
+    /// Shuffle down: the value of lane `lane + delta` (own value past the end of the warp).
+    #[inline(always)]
+    pub fn shfl_down_f32(value: f32, delta: u32) -> f32 {
+        let out: f32;
+        // SAFETY: as for `shfl_xor_f32`.
+        unsafe {
+            asm!(
+                "shfl.sync.down.b32 {0}, {1}, {2}, 0x1f, {3};",
+                out(reg32) out, in(reg32) value, in(reg32) delta, in(reg32) FULL_MASK,
+                options(nomem, nostack)
+            )
+        };
+        out
+    }
+
+    /// Sum over the 32 lanes; every lane gets the total (butterfly reduction).
+    #[inline(always)]
+    pub fn sum_f32(mut v: f32) -> f32 {
+        let mut m = 16;
+        while m > 0 {
+            v += shfl_xor_f32(v, m);
+            m >>= 1;
+        }
+        v
+    }
+
+    /// Maximum over the 32 lanes; every lane gets it.
+    #[inline(always)]
+    pub fn max_f32(mut v: f32) -> f32 {
+        let mut m = 16;
+        while m > 0 {
+            v = super::math::max(v, shfl_xor_f32(v, m));
+            m >>= 1;
+        }
+        v
+    }
+}
+
+/// Global-memory atomics.
+pub mod atomic {
+    use super::asm;
+
+    /// `*p += v` atomically, result unused (`red.global.add.f32`).
+    #[inline(always)]
+    pub unsafe fn add_f32(p: *mut f32, v: f32) {
+        // SAFETY: the caller guarantees `p` is a valid, 4-byte-aligned global address.
+        unsafe {
+            asm!("red.global.add.f32 [{0}], {1};", in(reg64) p, in(reg32) v, options(nostack))
+        };
+    }
+
+    /// `*p += v` atomically on a 64-bit unsigned integer (`red.global.add.u64`).
+    #[inline(always)]
+    pub unsafe fn add_u64(p: *mut u64, v: u64) {
+        // SAFETY: the caller guarantees `p` is a valid, 8-byte-aligned global address.
+        unsafe {
+            asm!("red.global.add.u64 [{0}], {1};", in(reg64) p, in(reg64) v, options(nostack))
+        };
+    }
+}
+
+/// 16-byte vector access to global memory. Addresses must be 16-byte aligned.
+pub mod vector {
+    use super::asm;
+
+    /// Four f32 in one 16-byte transaction.
+    #[derive(Clone, Copy)]
+    #[repr(C, align(16))]
+    pub struct F32x4(pub [f32; 4]);
+
+    /// `ld.global.v4.f32`.
+    #[inline(always)]
+    pub unsafe fn load_f32x4(p: *const f32) -> F32x4 {
+        let (a, b, c, d): (f32, f32, f32, f32);
+        // SAFETY: the caller guarantees 16 readable, 16-byte-aligned global bytes at `p`.
+        unsafe {
+            asm!(
+                "ld.global.v4.f32 {{{0}, {1}, {2}, {3}}}, [{4}];",
+                out(reg32) a, out(reg32) b, out(reg32) c, out(reg32) d, in(reg64) p,
+                options(readonly, nostack, pure)
+            )
+        };
+        F32x4([a, b, c, d])
+    }
+
+    /// `ld.global.nc.v4.f32`: through the read-only (non-coherent) path, for inputs the
+    /// kernel never writes.
+    #[inline(always)]
+    pub unsafe fn load_f32x4_nc(p: *const f32) -> F32x4 {
+        let (a, b, c, d): (f32, f32, f32, f32);
+        // SAFETY: as `load_f32x4`, and no thread of this grid writes these bytes.
+        unsafe {
+            asm!(
+                "ld.global.nc.v4.f32 {{{0}, {1}, {2}, {3}}}, [{4}];",
+                out(reg32) a, out(reg32) b, out(reg32) c, out(reg32) d, in(reg64) p,
+                options(readonly, nostack, pure)
+            )
+        };
+        F32x4([a, b, c, d])
+    }
+
+    /// `st.global.v4.f32`.
+    #[inline(always)]
+    pub unsafe fn store_f32x4(p: *mut f32, v: F32x4) {
+        let [a, b, c, d] = v.0;
+        // SAFETY: the caller guarantees 16 writable, 16-byte-aligned global bytes at `p`.
+        unsafe {
+            asm!(
+                "st.global.v4.f32 [{0}], {{{1}, {2}, {3}, {4}}};",
+                in(reg64) p, in(reg32) a, in(reg32) b, in(reg32) c, in(reg32) d,
+                options(nostack)
+            )
+        };
+    }
+
+    /// Number of leading f32 elements before `p` reaches a 16-byte boundary (0 to 3).
+    #[inline(always)]
+    pub fn misalignment_f32(p: *const f32) -> u64 {
+        (((16 - (p as u64 & 15)) & 15) / 4) as u64
+    }
+}
+
+/// Fast math on the special-function unit. Approximate: see the PTX ISA for error bounds.
+pub mod math {
+    use super::asm;
+
+    /// `a * b + c` with one rounding (`fma.rn.f32`).
+    #[inline(always)]
+    pub fn fma(a: f32, b: f32, c: f32) -> f32 {
+        core::intrinsics::fmaf32(a, b, c)
+    }
+
+    #[inline(always)]
+    pub fn max(a: f32, b: f32) -> f32 {
+        a.max(b)
+    }
+
+    #[inline(always)]
+    pub fn min(a: f32, b: f32) -> f32 {
+        a.min(b)
+    }
+
+    /// 2^x (`ex2.approx.ftz.f32`).
+    #[inline(always)]
+    pub fn exp2(x: f32) -> f32 {
+        let y: f32;
+        // SAFETY: pure arithmetic.
+        unsafe {
+            asm!("ex2.approx.ftz.f32 {0}, {1};", out(reg32) y, in(reg32) x, options(pure, nomem, nostack))
+        };
+        y
+    }
+
+    /// log2(x) (`lg2.approx.ftz.f32`).
+    #[inline(always)]
+    pub fn log2(x: f32) -> f32 {
+        let y: f32;
+        // SAFETY: pure arithmetic.
+        unsafe {
+            asm!("lg2.approx.ftz.f32 {0}, {1};", out(reg32) y, in(reg32) x, options(pure, nomem, nostack))
+        };
+        y
+    }
+
+    /// e^x through 2^(x·log2 e).
+    #[inline(always)]
+    pub fn exp(x: f32) -> f32 {
+        exp2(x * core::f32::consts::LOG2_E)
+    }
+
+    /// 1/sqrt(x) (`rsqrt.approx.f32`).
+    #[inline(always)]
+    pub fn rsqrt(x: f32) -> f32 {
+        let y: f32;
+        // SAFETY: pure arithmetic.
+        unsafe {
+            asm!("rsqrt.approx.f32 {0}, {1};", out(reg32) y, in(reg32) x, options(pure, nomem, nostack))
+        };
+        y
+    }
+
+    /// tanh(x) (`tanh.approx.f32`, sm_75 and newer).
+    #[inline(always)]
+    pub fn tanh(x: f32) -> f32 {
+        let y: f32;
+        // SAFETY: pure arithmetic.
+        unsafe {
+            asm!("tanh.approx.f32 {0}, {1};", out(reg32) y, in(reg32) x, options(pure, nomem, nostack))
+        };
+        y
+    }
+}

@@ -1,0 +1,33 @@
+//! rooflab's device code.
+//!
+//! Compiled for `nvptx64-nvidia-cuda` this crate is the kernels; compiled for the host it is
+//! only the launch geometry (block sizes, tiles, vector widths) so that host and device read
+//! the same constants. Every kernel lives in a variant file `FAMILY/vNN_name.rs` whose
+//! entry point is `FAMILY_vNN_name[_op]`.
+#![no_std]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(
+        abi_gpu_kernel,
+        stdarch_nvptx,
+        core_intrinsics,
+        gpu_intrinsics,
+        gpu_launch_sized_workgroup_mem,
+        asm_experimental_arch
+    )
+)]
+#![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
+
+#[cfg(target_arch = "nvptx64")]
+pub mod gpu;
+
+pub mod memory;
+
+/// A kernel trapped on the device (for example a `panic!`): abort the whole grid.
+/// The host sees `CUDA_ERROR_LAUNCH_FAILED`/`ILLEGAL_INSTRUCTION` at the next sync.
+#[cfg(target_arch = "nvptx64")]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    // SAFETY: `trap` ends the kernel; nothing runs after it.
+    unsafe { core::arch::nvptx::trap() }
+}

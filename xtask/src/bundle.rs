@@ -1,0 +1,138 @@
+//! `cargo xtask bundle`: everything the GPU machine needs, in `target/bundle/`.
+//!
+//! The GPU machine has no Rust toolchain and no network (shared/TOOLCHAIN.md), so the build
+//! machine ships release binaries plus a script that runs them there:
+//!
+//! ```text
+//! target/bundle/
+//!   rooflab-bench      release bench (PTX embedded)
+//!   gpu-tests          release `gpu` integration test binary (libtest-mimic)
+//!   ptx/sm_XX.ptx      the PTX, for reading and for ncu/cuobjdump
+//!   ptxas-report.txt   `ptxas -v` output and the per-kernel table
+//!   run-all            runs the tests (optionally under compute-sanitizer), then the bench
+//! ```
+
+use std::fs;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+
+use crate::{deps, ptxas, run_all, util};
+
+/// The transfer limit is 64 MiB; keep a margin.
+const MAX_BUNDLE_BYTES: u64 = 60 * 1024 * 1024;
+
+pub fn run() -> Result<()> {
+    let cuda = deps::ensure_libcuda()?;
+    let ptxas_path = deps::ensure_ptxas()?;
+
+    util::header("cargo build --release -p rooflab --bin rooflab-bench");
+    let mut cmd = util::cargo(&cuda);
+    cmd.args([
+        "build",
+        "--release",
+        "-p",
+        "rooflab",
+        "--bin",
+        "rooflab-bench",
+    ]);
+    let bench = util::cargo_executables(cmd)?
+        .into_iter()
+        .find(|(name, _, _)| name == "rooflab-bench")
+        .map(|(_, _, p)| p)
+        .context("cargo built no rooflab-bench executable")?;
+
+    util::header("cargo test --release -p rooflab-tests --test gpu --no-run");
+    let mut cmd = util::cargo(&cuda);
+    cmd.args([
+        "test",
+        "--release",
+        "-p",
+        "rooflab-tests",
+        "--test",
+        "gpu",
+        "--no-run",
+    ]);
+    let gpu_tests = util::cargo_executables(cmd)?
+        .into_iter()
+        .find(|(name, test, _)| name == "gpu" && *test)
+        .map(|(_, _, p)| p)
+        .context("cargo built no `gpu` test executable")?;
+
+    util::header("ptxas report");
+    let reports = ptxas::check_all(&ptxas_path)?;
+    let problems = ptxas::problems(&reports);
+    for p in &problems {
+        // Not fatal here (`cargo xtask test` is the gate), but worth knowing before shipping.
+        util::note(&format!("ptxas: {p}"));
+    }
+
+    util::header("assembling target/bundle/");
+    let dir = util::target_dir().join("bundle");
+    if dir.exists() {
+        fs::remove_dir_all(&dir).with_context(|| format!("removing the old {}", dir.display()))?;
+    }
+    fs::create_dir_all(dir.join("ptx"))?;
+    copy(&bench, &dir.join("rooflab-bench"))?;
+    copy(&gpu_tests, &dir.join("gpu-tests"))?;
+    for r in &reports {
+        if r.ptx.exists() {
+            copy(&r.ptx, &dir.join("ptx").join(format!("{}.ptx", r.arch)))?;
+        }
+    }
+    fs::write(
+        dir.join("ptxas-report.txt"),
+        ptxas::report_text(&ptxas_path, &reports),
+    )?;
+    fs::write(dir.join("run-all"), run_all::SCRIPT)?;
+    set_executable(&dir.join("run-all"))?;
+
+    let mut total = 0;
+    for (path, size) in files(&dir)? {
+        println!(
+            "  {:>10}  {}",
+            size,
+            path.strip_prefix(&dir).unwrap_or(&path).display()
+        );
+        total += size;
+    }
+    let mib = total as f64 / (1024.0 * 1024.0);
+    println!("bundle: {} ({mib:.1} MiB)", dir.display());
+    if total > MAX_BUNDLE_BYTES {
+        bail!(
+            "the bundle is {mib:.1} MiB, over the {} MiB limit",
+            MAX_BUNDLE_BYTES / (1024 * 1024)
+        );
+    }
+    println!(
+        "on the GPU machine: copy the folder over and run `./run-all` (`./run-all --help` for options)"
+    );
+    Ok(())
+}
+
+fn copy(from: &Path, to: &Path) -> Result<()> {
+    fs::copy(from, to).with_context(|| format!("copy {} -> {}", from.display(), to.display()))?;
+    Ok(())
+}
+
+fn set_executable(path: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755))?;
+    Ok(())
+}
+
+/// Every file under `dir` with its size, sorted by path.
+fn files(dir: &Path) -> Result<Vec<(std::path::PathBuf, u64)>> {
+    let mut out = vec![];
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let meta = entry.metadata()?;
+        if meta.is_dir() {
+            out.extend(files(&entry.path())?);
+        } else {
+            out.push((entry.path(), meta.len()));
+        }
+    }
+    out.sort();
+    Ok(out)
+}

@@ -1,0 +1,323 @@
+//! The two NVIDIA pieces a GPU-less build machine needs, fetched once and cached:
+//!
+//! * a `libcuda.so` to link against (`cust_raw` links `-lcuda`): Debian's non-free `libcuda1`
+//!   package, downloaded with apt-get into a private folder (the system's apt configuration
+//!   and installed packages are not touched) and unpacked with `dpkg -x` (no scripts run);
+//! * `ptxas` (and `libdevice.10.bc`) from PyPI's `nvidia-cuda-nvcc-cu12` wheel, to assemble
+//!   the PTX offline and read registers and spills.
+//!
+//! Downloads are cached in `${XDG_CACHE_HOME:-$HOME/.cache}/rooflab/` so that every clone on
+//! a machine shares them; the libcuda is then linked into `<workspace>/target/cuda-stub/lib64/`.
+//! See `shared/TOOLCHAIN.md` for why these sources.
+
+use std::env;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+use crate::util::{self, link_or_copy, scratch_next_to};
+
+/// The wheel that carries ptxas; pinned so the `ptxas -v` report format does not drift.
+const NVCC_WHEEL: &str = "nvidia-cuda-nvcc-cu12==12.9.86";
+const NVCC_CACHE_NAME: &str = "cuda-nvcc-12.9.86";
+/// Where the Debian package comes from (override with `ROOFLAB_DEBIAN_MIRROR`).
+const DEBIAN_MIRROR: &str = "http://deb.debian.org/debian";
+const DEBIAN_SUITE: &str = "bookworm";
+
+fn cache_dir() -> Result<PathBuf> {
+    let base = match env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => {
+            PathBuf::from(env::var_os("HOME").context("neither XDG_CACHE_HOME nor HOME is set")?)
+                .join(".cache")
+        }
+    };
+    Ok(base.join("rooflab"))
+}
+
+/// The folder to use as `CUDA_LIBRARY_PATH` (it has `lib64/libcuda.so`).
+///
+/// A `CUDA_LIBRARY_PATH` in the environment is the user's choice and is used as it is;
+/// otherwise `<workspace>/target/cuda-stub`, created from the cache (downloading if needed).
+pub fn ensure_libcuda() -> Result<PathBuf> {
+    if let Some(dir) = env::var_os("CUDA_LIBRARY_PATH").filter(|v| !v.is_empty()) {
+        let dir = PathBuf::from(dir);
+        if !dir.join("lib64").join("libcuda.so").exists() {
+            util::note(&format!(
+                "CUDA_LIBRARY_PATH={} has no lib64/libcuda.so; linking will likely fail \
+                 (unset it to let xtask provide one)",
+                dir.display()
+            ));
+        }
+        return Ok(dir);
+    }
+    let stub = util::target_dir().join("cuda-stub");
+    let lib64 = stub.join("lib64");
+    if lib64.join("libcuda.so").exists() && lib64.join("libcuda.so.1").exists() {
+        return Ok(stub);
+    }
+    materialize_stub(&stub, &cached_libcuda(false)?)?;
+    Ok(stub)
+}
+
+/// Path of the `ptxas` executable (env `PTXAS` overrides the cached one).
+pub fn ensure_ptxas() -> Result<PathBuf> {
+    if let Some(p) = env::var_os("PTXAS").filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(p));
+    }
+    Ok(cached_nvcc(false)?.join("bin").join("ptxas"))
+}
+
+/// `libdevice.10.bc`, which came with ptxas (for kernels that call `__nv_*` math functions).
+pub fn libdevice() -> Result<PathBuf> {
+    Ok(cached_nvcc(false)?
+        .join("nvvm")
+        .join("libdevice")
+        .join("libdevice.10.bc"))
+}
+
+/// `cargo xtask deps [--refresh]`: make sure everything is there and say where.
+pub fn cmd_deps(refresh: bool) -> Result<()> {
+    if refresh {
+        if env::var_os("CUDA_LIBRARY_PATH").is_none() {
+            let stub = util::target_dir().join("cuda-stub");
+            materialize_stub(&stub, &cached_libcuda(true)?)?;
+        }
+        cached_nvcc(true)?;
+    }
+    let cuda = ensure_libcuda()?;
+    let ptxas = ensure_ptxas()?;
+    let libdevice = libdevice()?;
+    println!("CUDA_LIBRARY_PATH  {}", cuda.display());
+    println!("ptxas              {}", ptxas.display());
+    println!("libdevice          {}", libdevice.display());
+    println!("download cache     {}", cache_dir()?.display());
+    let runtime = if util::system_has_libcuda() {
+        "the system's libcuda.so.1 (a driver is installed)".to_string()
+    } else {
+        format!(
+            "{} (stub: no driver here; programs will report no CUDA device)",
+            cuda.join("lib64").display()
+        )
+    };
+    println!("libcuda at runtime {runtime}");
+    Ok(())
+}
+
+/// The cached `libcuda.so.1` (a real file), downloading it first if needed or asked.
+fn cached_libcuda(refresh: bool) -> Result<PathBuf> {
+    let dir = cache_dir()?.join("libcuda");
+    let lib = dir.join("libcuda.so.1");
+    if lib.exists() && !refresh {
+        return Ok(lib);
+    }
+    util::header("fetching libcuda (Debian non-free libcuda1) for linking");
+    let work = scratch_next_to(&dir);
+    let _ = fs::remove_dir_all(&work);
+    let result = download_libcuda(&work);
+    let outcome = result.and_then(|(real, deb)| {
+        let done = work.join("done");
+        fs::create_dir_all(&done)?;
+        fs::copy(&real, done.join("libcuda.so.1"))?;
+        fs::write(done.join("SOURCE"), format!("{deb}\n"))?;
+        replace_dir(&done, &dir)
+    });
+    let _ = fs::remove_dir_all(&work);
+    outcome.map_err(|e| {
+        e.context(
+            "could not get a libcuda.so to link against. By hand: put one (for example from \
+             Debian's `libcuda1` or `nvidia-cuda-dev` package, or a CUDA toolkit's \
+             lib64/stubs) at DIR/lib64/libcuda.so and set CUDA_LIBRARY_PATH=DIR",
+        )
+    })?;
+    Ok(lib)
+}
+
+/// apt-get with its own sources, lists and cache under `work`: nothing system-wide changes.
+/// Returns the unpacked library file and the package file name.
+fn download_libcuda(work: &Path) -> Result<(PathBuf, String)> {
+    let lists = work.join("lists");
+    let archives = work.join("cache").join("archives");
+    fs::create_dir_all(lists.join("partial"))?;
+    fs::create_dir_all(archives.join("partial"))?;
+    let mirror = env::var("ROOFLAB_DEBIAN_MIRROR").unwrap_or_else(|_| DEBIAN_MIRROR.into());
+    let sources = work.join("sources.list");
+    fs::write(
+        &sources,
+        format!(
+            "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] {mirror} {DEBIAN_SUITE} non-free\n"
+        ),
+    )?;
+    let apt = |args: &[&str]| {
+        let mut cmd = Command::new("apt-get");
+        cmd.current_dir(work)
+            .arg("-q")
+            .arg("-o")
+            .arg(format!("Dir::Etc::SourceList={}", sources.display()))
+            .arg("-o")
+            .arg("Dir::Etc::SourceParts=/dev/null")
+            .arg("-o")
+            .arg(format!("Dir::State::Lists={}", lists.display()))
+            .arg("-o")
+            .arg(format!("Dir::Cache={}", work.join("cache").display()))
+            // As root, apt would drop to user `_apt`, which cannot write into $HOME/.cache.
+            .arg("-o")
+            .arg("APT::Sandbox::User=root")
+            .args(args);
+        cmd
+    };
+    util::run_ok(&mut apt(&["update"])).context("apt-get update (Debian non-free index) failed")?;
+    util::run_ok(&mut apt(&["download", "libcuda1"]))
+        .context("apt-get download libcuda1 failed")?;
+
+    let deb = fs::read_dir(work)?
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .find(|n| n.starts_with("libcuda1_") && n.ends_with(".deb"))
+        .context("apt-get download produced no libcuda1_*.deb")?;
+    let unpacked = work.join("x");
+    util::run_ok(
+        Command::new("dpkg")
+            .arg("-x")
+            .arg(work.join(&deb))
+            .arg(&unpacked),
+    )
+    .context("dpkg -x failed")?;
+    // The real file is libcuda.so.<version>; the .so and .so.1 next to it are symlinks.
+    let real = find_file(&unpacked, &|p: &Path| {
+        let name = p.file_name().unwrap_or_default().to_string_lossy();
+        name.starts_with("libcuda.so.") && name != "libcuda.so.1" && !p.is_symlink()
+    })
+    .with_context(|| format!("no libcuda.so.<version> inside {deb}"))?;
+    Ok((real, deb))
+}
+
+/// The cached nvcc pieces (`bin/ptxas`, `nvvm/libdevice/libdevice.10.bc`).
+fn cached_nvcc(refresh: bool) -> Result<PathBuf> {
+    let dir = cache_dir()?.join(NVCC_CACHE_NAME);
+    if dir.join("bin").join("ptxas").exists() && !refresh {
+        return Ok(dir);
+    }
+    util::header(&format!("fetching ptxas (PyPI {NVCC_WHEEL}, about 40 MB)"));
+    let work = scratch_next_to(&dir);
+    let _ = fs::remove_dir_all(&work);
+    let outcome = download_nvcc(&work).and_then(|done| replace_dir(&done, &dir));
+    let _ = fs::remove_dir_all(&work);
+    outcome.map_err(|e| {
+        e.context(format!(
+            "could not get ptxas. By hand: `python3 -m pip download --no-deps {NVCC_WHEEL} -d DIR`, \
+             unzip the wheel and set PTXAS=<unzipped>/nvidia/cuda_nvcc/bin/ptxas \
+             (needs python3 with pip: `apt-get install python3-pip`); or install a CUDA toolkit \
+             and set PTXAS to its ptxas"
+        ))
+    })?;
+    Ok(dir)
+}
+
+fn download_nvcc(work: &Path) -> Result<PathBuf> {
+    let wheels = work.join("wheel");
+    fs::create_dir_all(&wheels)?;
+    util::run_ok(
+        Command::new("python3")
+            .args([
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--only-binary=:all:",
+                "--disable-pip-version-check",
+            ])
+            .arg(NVCC_WHEEL)
+            .arg("-d")
+            .arg(&wheels),
+    )
+    .context("pip download failed")?;
+    let wheel = fs::read_dir(&wheels)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "whl"))
+        .context("pip download produced no .whl")?;
+    // Only the two members we use (the whole wheel unpacks to several times its size).
+    let done = work.join("done");
+    let script = r#"
+import os, shutil, sys, zipfile
+wheel, dest = sys.argv[1], sys.argv[2]
+members = {
+    "nvidia/cuda_nvcc/bin/ptxas": "bin/ptxas",
+    "nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc": "nvvm/libdevice/libdevice.10.bc",
+}
+with zipfile.ZipFile(wheel) as z:
+    for src, dst in members.items():
+        out = os.path.join(dest, dst)
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        with z.open(src) as f, open(out, "wb") as g:
+            shutil.copyfileobj(f, g)
+"#;
+    util::run_ok(
+        Command::new("python3")
+            .arg("-c")
+            .arg(script)
+            .arg(&wheel)
+            .arg(&done),
+    )
+    .context("unpacking the wheel failed")?;
+    let ptxas = done.join("bin").join("ptxas");
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&ptxas, fs::Permissions::from_mode(0o755))?;
+    let out = Command::new(&ptxas)
+        .arg("--version")
+        .output()
+        .context("the downloaded ptxas does not run")?;
+    if !out.status.success() {
+        bail!(
+            "the downloaded ptxas does not run: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(done)
+}
+
+/// `target/cuda-stub/lib64/libcuda.so{,.1}` from the cached file, swapped in whole.
+fn materialize_stub(stub: &Path, lib: &Path) -> Result<()> {
+    let tmp = scratch_next_to(stub);
+    let _ = fs::remove_dir_all(&tmp);
+    fs::create_dir_all(tmp.join("lib64"))?;
+    // Both names: the linker looks for libcuda.so, the loader (SONAME) for libcuda.so.1.
+    for name in ["libcuda.so", "libcuda.so.1"] {
+        link_or_copy(lib, &tmp.join("lib64").join(name))?;
+    }
+    replace_dir(&tmp, stub).with_context(|| format!("could not create {}", stub.display()))
+}
+
+/// Moves `from` to `to`, replacing what was there, with as short a gap as renames allow.
+fn replace_dir(from: &Path, to: &Path) -> Result<()> {
+    if let Some(parent) = to.parent() {
+        fs::create_dir_all(parent)?;
+    }
+    let old = to.with_file_name(format!(
+        ".{}.old-{}",
+        to.file_name().unwrap_or_default().to_string_lossy(),
+        std::process::id()
+    ));
+    let had_old = fs::rename(to, &old).is_ok();
+    fs::rename(from, to)
+        .with_context(|| format!("rename {} -> {}", from.display(), to.display()))?;
+    if had_old {
+        let _ = fs::remove_dir_all(&old);
+    }
+    Ok(())
+}
+
+fn find_file(dir: &Path, pred: &dyn Fn(&Path) -> bool) -> Option<PathBuf> {
+    for entry in fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        if path.is_dir() && !path.is_symlink() {
+            if let Some(found) = find_file(&path, pred) {
+                return Some(found);
+            }
+        } else if pred(&path) {
+            return Some(path);
+        }
+    }
+    None
+}

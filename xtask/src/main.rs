@@ -1,0 +1,70 @@
+//! rooflab's task runner: `cargo xtask <command>` (alias in `.cargo/config.toml`).
+//!
+//! The build machine has no GPU and no CUDA install; xtask fetches the two NVIDIA pieces the
+//! build needs (see `deps`), hands them to cargo, and runs GPU programs so that they start
+//! even without a driver (they then report "no CUDA device" themselves).
+
+mod bench;
+mod bundle;
+mod deps;
+mod ptxas;
+mod run_all;
+mod test;
+mod util;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "xtask",
+    bin_name = "cargo xtask",
+    about = "rooflab project tasks",
+    version
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Fetch what the build needs (a libcuda to link, ptxas) and print where it is.
+    Deps {
+        /// Download again even if cached.
+        #[arg(long)]
+        refresh: bool,
+    },
+    /// The full check CI runs: deps, build, ptxas (no spills), tests, clippy.
+    Test(test::Args),
+    /// Build rooflab-bench (release) and run it; ARGS go to it (default `--out target/rooflab`).
+    #[command(disable_help_flag = true)]
+    Bench {
+        /// Arguments for rooflab-bench (try `--help`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Build target/bundle/: binaries, PTX and a `run-all` script to ship to the GPU machine.
+    Bundle,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Cmd::Deps { refresh } => deps::cmd_deps(refresh).map(|()| ExitCode::SUCCESS),
+        Cmd::Test(args) => test::run(&args).map(|ok| {
+            if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }),
+        Cmd::Bench { args } => bench::run(&args).map(ExitCode::from),
+        Cmd::Bundle => bundle::run().map(|()| ExitCode::SUCCESS),
+    };
+    result.unwrap_or_else(|e| {
+        eprintln!("{} {e:#}", util::bad("xtask: error:"));
+        ExitCode::FAILURE
+    })
+}

@@ -1,0 +1,120 @@
+//! The bundle's `run-all` script (written by `cargo xtask bundle`), run on the GPU machine.
+//! To add a step: one more `run_step` block with a `pass`/`fail` line for the summary.
+
+pub const SCRIPT: &str = r##"#!/usr/bin/env bash
+# rooflab bundle runner, for the GPU machine (made by `cargo xtask bundle`).
+set -uo pipefail   # not -e: every step runs, and the summary says which failed
+
+usage() {
+  cat <<'EOF'
+Usage: ./run-all [--sanitize] [--out DIR] [--] [BENCH ARGS...]
+
+Runs from any directory; logs every step into OUT (default ./results, or env OUT):
+  1. nvidia-smi                           -> nvidia-smi.log (informational)
+  2. ./gpu-tests                          -> gpu-tests.log  (must pass, and must have run tests)
+  3. --sanitize only: compute-sanitizer --tool T --error-exitcode 1 ./gpu-tests
+     for T in $SANITIZE_TOOLS             -> sanitize-T.log (each must report 0 errors)
+  4. ./rooflab-bench --out OUT BENCH ARGS -> bench.log (results in OUT)
+Exits non-zero if a required step failed.
+
+Env: GPU_TEST_ARGS       extra arguments for gpu-tests (for example a name filter)
+     SANITIZE_TEST_ARGS  arguments for gpu-tests under the sanitizer (default: GPU_TEST_ARGS)
+     SANITIZE_TOOLS      default "memcheck racecheck synccheck initcheck"
+     COMPUTE_SANITIZER   the compute-sanitizer to use (default: PATH, then /usr/local/cuda/bin)
+EOF
+}
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+OUT="${OUT:-./results}"
+SANITIZE=0
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --sanitize) SANITIZE=1; shift ;;
+    --out) OUT="${2:?--out needs a directory}"; shift 2 ;;
+    --out=*) OUT="${1#--out=}"; shift ;;
+    -h|--help) usage; exit 0 ;;
+    --) shift; break ;;
+    *) break ;;   # the rest goes to rooflab-bench
+  esac
+done
+if ! mkdir -p "$OUT" || ! OUT="$(cd "$OUT" && pwd)"; then
+  echo "run-all: cannot create $OUT" >&2
+  exit 2
+fi
+cd "$HERE" || exit 2
+
+SUMMARY=()
+FAILED=0
+pass() { SUMMARY+=("ok      $1"); }
+fail() { SUMMARY+=("FAILED  $1"); FAILED=1; }
+info() { SUMMARY+=("note    $1"); }
+
+# run_step NAME LOG CMD...: runs CMD with its output on the terminal and in LOG; CMD's status.
+run_step() {
+  local name=$1 log=$2; shift 2
+  echo
+  echo "==> $name: $* (log: $log)"
+  "$@" 2>&1 | tee "$log"
+  return "${PIPESTATUS[0]}"
+}
+
+# libtest's summary line, e.g. "test result: ok. 23 passed; 0 failed; 0 ignored; ..."
+test_result() { grep -E '^test result:' "$1" | tail -n1; }
+
+# 1. The machine, for the record.
+if command -v nvidia-smi >/dev/null; then
+  if run_step nvidia-smi "$OUT/nvidia-smi.log" nvidia-smi; then info "nvidia-smi logged"; else info "nvidia-smi failed (see nvidia-smi.log)"; fi
+else
+  info "no nvidia-smi on PATH"
+fi
+
+# 2. Correctness. All-ignored means no device was found: that is a failure here.
+# shellcheck disable=SC2086  # GPU_TEST_ARGS is a word list on purpose
+if run_step gpu-tests "$OUT/gpu-tests.log" ./gpu-tests ${GPU_TEST_ARGS:-}; then
+  result="$(test_result "$OUT/gpu-tests.log")"
+  passed="$(sed -nE 's/.* ([0-9]+) passed.*/\1/p' <<<"$result")"
+  if [[ "${passed:-0}" -gt 0 ]]; then
+    pass "gpu-tests: ${result#test result: }"
+  else
+    fail "gpu-tests ran no test: ${result:-no summary line} (no CUDA device?)"
+  fi
+else
+  fail "gpu-tests (see $OUT/gpu-tests.log)"
+fi
+
+# 3. Optional: the tests again under each compute-sanitizer tool.
+if [[ "$SANITIZE" == 1 ]]; then
+  SAN="${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}"
+  if [[ ! -x "$SAN" ]]; then
+    fail "sanitize: no compute-sanitizer (set COMPUTE_SANITIZER)"
+  else
+    for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}; do
+      log="$OUT/sanitize-$tool.log"
+      # shellcheck disable=SC2086
+      run_step "compute-sanitizer $tool" "$log" "$SAN" --tool "$tool" --error-exitcode 1 \
+        ./gpu-tests ${SANITIZE_TEST_ARGS:-${GPU_TEST_ARGS:-}}
+      rc=$?
+      # "========= ERROR SUMMARY: 0 errors" (racecheck may say "... (N errors, M warnings)").
+      errors="$(grep -oE 'ERROR SUMMARY: [0-9]+ error' "$log" | grep -oE '[0-9]+' | tail -n1)"
+      [[ -n "$errors" ]] || errors="$(grep -oE 'SUMMARY: .*\(([0-9]+) error' "$log" | grep -oE '\([0-9]+' | tr -d '(' | tail -n1)"
+      if [[ $rc -eq 0 && "${errors:-0}" -eq 0 ]]; then
+        pass "sanitize $tool: ${errors:-no} errors reported"
+      else
+        fail "sanitize $tool: ${errors:-?} errors, exit $rc (see $log)"
+      fi
+    done
+  fi
+fi
+
+# 4. The benchmarks.
+if run_step bench "$OUT/bench.log" ./rooflab-bench --out "$OUT" "$@"; then
+  pass "bench (results in $OUT)"
+else
+  fail "bench (see $OUT/bench.log)"
+fi
+
+echo
+echo "==> summary (logs and results in $OUT)"
+printf '  %s\n' "${SUMMARY[@]}"
+exit "$FAILED"
+"##;

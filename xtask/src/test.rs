@@ -1,0 +1,344 @@
+//! `cargo xtask test`: the project's whole check, as CI runs it.
+//!
+//! a. deps (libcuda to link, ptxas)   b. build everything (also builds the PTX)
+//! c. ptxas on the PTX: must assemble, no spills   d. `cargo test` (GPU tests say whether
+//! they ran)   e. clippy with warnings denied.   Every step runs that can; the exit status
+//! says whether all passed.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, ExitStatus};
+
+use anyhow::{Context, Result};
+
+use crate::{deps, ptxas, util};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Skip the clippy step.
+    #[arg(long)]
+    no_clippy: bool,
+    /// Build and test with the release profile.
+    #[arg(long)]
+    release: bool,
+}
+
+enum Outcome {
+    Passed,
+    Failed(String),
+    Skipped(String),
+}
+
+struct Steps(Vec<(&'static str, Outcome)>);
+
+impl Steps {
+    fn record(&mut self, name: &'static str, result: Result<()>) -> bool {
+        let ok = result.is_ok();
+        let outcome = match result {
+            Ok(()) => Outcome::Passed,
+            Err(e) => {
+                eprintln!("{} {e:#}", util::bad(&format!("{name} failed:")));
+                Outcome::Failed(format!("{e:#}"))
+            }
+        };
+        self.0.push((name, outcome));
+        ok
+    }
+    fn skip(&mut self, name: &'static str, why: &str) {
+        self.0.push((name, Outcome::Skipped(why.to_string())));
+    }
+    fn failed(&self) -> Vec<&'static str> {
+        self.0
+            .iter()
+            .filter(|(_, o)| matches!(o, Outcome::Failed(_)))
+            .map(|(n, _)| *n)
+            .collect()
+    }
+}
+
+/// Returns whether every step passed.
+pub fn run(args: &Args) -> Result<bool> {
+    let mut steps = Steps(vec![]);
+    let profile: &[&str] = if args.release { &["--release"] } else { &[] };
+    let mut gpu_line = None;
+
+    util::header("[a] deps: libcuda (to link), ptxas");
+    let cuda = deps::ensure_libcuda();
+    let ptxas_path = deps::ensure_ptxas();
+    let deps_result = match (&cuda, &ptxas_path) {
+        (Ok(c), Ok(p)) => {
+            eprintln!("CUDA_LIBRARY_PATH={}\nptxas={}", c.display(), p.display());
+            Ok(())
+        }
+        (Err(e), _) | (_, Err(e)) => Err(anyhow::anyhow!("{e:#}")),
+    };
+    steps.record("deps", deps_result);
+
+    // Without a libcuda nothing links; everything after needs the build.
+    let built = match &cuda {
+        Err(_) => {
+            steps.skip("build", "no libcuda to link against");
+            false
+        }
+        Ok(cuda) => {
+            util::header("[b] cargo build --workspace --all-targets");
+            let mut cmd = util::cargo(cuda);
+            cmd.args(["build", "--workspace", "--all-targets"])
+                .args(profile);
+            steps.record("build", util::run_ok(&mut cmd))
+        }
+    };
+
+    const AFTER_BUILD: &str = "the build failed";
+    match (&ptxas_path, built) {
+        (_, false) => steps.skip("ptxas", AFTER_BUILD),
+        (Err(_), true) => steps.skip("ptxas", "no ptxas (see deps)"),
+        (Ok(p), true) => {
+            util::header("[c] ptxas -v on target/ptx/*.ptx (must assemble, no spills)");
+            steps.record("ptxas", ptxas_check(p));
+        }
+    }
+
+    match (&cuda, built) {
+        (Ok(cuda), true) => {
+            util::header("[d] cargo test --workspace");
+            let mut cmd = util::cargo(cuda);
+            cmd.args(["test", "--workspace"]).args(profile);
+            util::add_runtime_libcuda(&mut cmd, cuda);
+            let result = run_tee(cmd).and_then(|(status, output)| {
+                gpu_line = Some(gpu_summary(&output));
+                if status.success() {
+                    Ok(())
+                } else {
+                    Err(anyhow::anyhow!("cargo test failed ({status})"))
+                }
+            });
+            steps.record("test", result);
+        }
+        _ => steps.skip("test", AFTER_BUILD),
+    }
+
+    if args.no_clippy {
+        steps.skip("clippy", "--no-clippy");
+    } else if let (Ok(cuda), true) = (&cuda, built) {
+        util::header("[e] cargo clippy --workspace --all-targets -- -D warnings");
+        let mut cmd = util::cargo(cuda);
+        cmd.args([
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]);
+        steps.record("clippy", util::run_ok(&mut cmd));
+    } else {
+        steps.skip("clippy", AFTER_BUILD);
+    }
+
+    util::header("summary");
+    for (name, outcome) in &steps.0 {
+        match outcome {
+            Outcome::Passed => eprintln!("  {:<7} {}", name, util::good("ok")),
+            Outcome::Failed(why) => {
+                let first = why.lines().next().unwrap_or("");
+                eprintln!("  {:<7} {}  {first}", name, util::bad("FAILED"))
+            }
+            Outcome::Skipped(why) => eprintln!("  {:<7} skipped ({why})", name),
+        }
+    }
+    let failed = steps.failed();
+    if failed.is_empty() {
+        eprintln!("{}", util::good("all steps passed"));
+    } else {
+        eprintln!(
+            "{}",
+            util::bad(&format!("FAILED steps: {}", failed.join(", ")))
+        );
+    }
+    // Last, so it is the line nobody misses: were the GPU tests actually run?
+    if let Some(line) = gpu_line {
+        eprintln!("{line}");
+    }
+    Ok(failed.is_empty())
+}
+
+/// Step c: prints the table and fails on spills or ptxas errors.
+fn ptxas_check(ptxas: &Path) -> Result<()> {
+    let reports = ptxas::check_all(ptxas)?;
+    println!("{}", ptxas::table(&reports));
+    for w in ptxas::warnings(&reports) {
+        util::note(&w);
+    }
+    let problems = ptxas::problems(&reports);
+    for r in reports.iter().filter(|r| r.error.is_some()) {
+        // Show what ptxas said when it failed.
+        eprint!("{}", r.output);
+    }
+    for p in &problems {
+        eprintln!("  {}", util::bad(p));
+    }
+    match problems.len() {
+        0 => Ok(()),
+        n => anyhow::bail!("{n} problem(s) in the PTX (listed above)"),
+    }
+}
+
+/// Runs `cmd` with stdout and stderr merged into one pipe, echoing every line as it comes and
+/// returning the whole text. One pipe keeps cargo's "Running <target>" lines (stderr) in
+/// order with each test binary's output (stdout).
+fn run_tee(mut cmd: Command) -> Result<(ExitStatus, String)> {
+    let (reader, writer) = std::io::pipe().context("creating a pipe")?;
+    cmd.stdout(writer.try_clone()?).stderr(writer);
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("could not run {}", util::show(&cmd)))?;
+    // The Command holds the pipe's write ends: drop it, or reading never sees end-of-file.
+    drop(cmd);
+    let mut reader = BufReader::new(reader);
+    let mut all = String::new();
+    let mut line = Vec::new();
+    let mut stdout = std::io::stdout();
+    while reader.read_until(b'\n', &mut line)? > 0 {
+        stdout.write_all(&line)?;
+        stdout.flush()?;
+        all.push_str(&String::from_utf8_lossy(&line));
+        line.clear();
+    }
+    Ok((child.wait()?, all))
+}
+
+/// libtest's `test result: ok. P passed; F failed; I ignored; ...` line, as numbers.
+#[derive(Debug, PartialEq, Eq)]
+struct TestResult {
+    passed: u64,
+    failed: u64,
+    ignored: u64,
+}
+
+fn parse_test_result(line: &str) -> Option<TestResult> {
+    let rest = line.trim().strip_prefix("test result:")?;
+    let mut r = TestResult {
+        passed: 0,
+        failed: 0,
+        ignored: 0,
+    };
+    for part in rest.split(['.', ';']) {
+        let mut w = part.split_whitespace();
+        if let (Some(n), Some(what)) = (w.next().and_then(|n| n.parse().ok()), w.next()) {
+            match what {
+                "passed" => r.passed = n,
+                "failed" => r.failed = n,
+                "ignored" => r.ignored = n,
+                _ => {}
+            }
+        }
+    }
+    Some(r)
+}
+
+/// The one-line verdict on the `gpu` test target (tests/, harness = false), read from the
+/// `cargo test` output: its section starts at cargo's `Running ... (.../deps/gpu-<hash>)`.
+fn gpu_summary(output: &str) -> String {
+    let mut in_gpu = false;
+    let mut section = String::new();
+    let mut result = None;
+    for line in output.lines() {
+        let t = line.trim();
+        if t.starts_with("Running ") || t.starts_with("Doc-tests ") {
+            in_gpu = is_gpu_target(t);
+            continue;
+        }
+        if in_gpu {
+            section.push_str(line);
+            section.push('\n');
+            if let Some(r) = parse_test_result(t) {
+                result = Some(r);
+            }
+        }
+    }
+    let Some(r) = result else {
+        return util::bad("GPU tests: no result seen from the `gpu` test target (did it run?)");
+    };
+    let lower = section.to_lowercase();
+    let says_no_device = ["no cuda device", "cuda_error_no_device", "no device"]
+        .iter()
+        .any(|s| lower.contains(s));
+    if r.passed == 0 && r.failed == 0 && r.ignored > 0 {
+        // Without a driver on this machine they cannot have run, whatever the harness said.
+        let why = if says_no_device || !util::system_has_libcuda() {
+            "no CUDA device here"
+        } else {
+            "ignored"
+        };
+        util::bad(&format!(
+            "GPU tests: {} skipped ({why}): they were NOT run",
+            r.ignored
+        ))
+    } else if r.failed > 0 {
+        util::bad(&format!(
+            "GPU tests: {} passed, {} FAILED, {} ignored",
+            r.passed, r.failed, r.ignored
+        ))
+    } else {
+        util::good(&format!(
+            "GPU tests: {} passed, {} ignored (ran on a CUDA device)",
+            r.passed, r.ignored
+        ))
+    }
+}
+
+/// `Running tests/gpu.rs (target/debug/deps/gpu-0123abcd)` -> true.
+fn is_gpu_target(running_line: &str) -> bool {
+    let path = running_line
+        .rsplit_once('(')
+        .map(|(_, p)| p.trim_end_matches(')'))
+        .unwrap_or("");
+    let file = Path::new(path)
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy();
+    file.strip_prefix("gpu-")
+        .is_some_and(|hash| !hash.is_empty() && hash.chars().all(|c| c.is_ascii_hexdigit()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_libtest_summary() {
+        let line = "test result: ok. 0 passed; 0 failed; 23 ignored; 0 measured; 0 filtered out; finished in 0.00s";
+        assert_eq!(
+            parse_test_result(line),
+            Some(TestResult {
+                passed: 0,
+                failed: 0,
+                ignored: 23
+            })
+        );
+    }
+
+    #[test]
+    fn finds_the_gpu_section() {
+        let out = "\
+     Running unittests src/lib.rs (target/debug/deps/rooflab-0a1b)
+test result: ok. 5 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s
+     Running tests/gpu.rs (target/debug/deps/gpu-9f8e7d)
+no CUDA device: GPU tests are ignored
+test memory::copy ... ignored
+test result: ok. 0 passed; 0 failed; 23 ignored; 0 measured; 0 filtered out; finished in 0.00s
+";
+        let s = gpu_summary(out);
+        assert!(
+            s.contains("23 skipped (no CUDA device here): they were NOT run"),
+            "{s}"
+        );
+        assert!(is_gpu_target(
+            "Running tests/gpu/main.rs (target/release/deps/gpu-00ff)"
+        ));
+        assert!(!is_gpu_target(
+            "Running tests/gpu_util.rs (target/release/deps/gpu_util-00ff)"
+        ));
+    }
+}
