@@ -19,6 +19,35 @@ pub trait Workload {
     /// One launch for timing. `i` counts launches; workloads with several buffer sets (to
     /// keep inputs out of L2) use `i % sets`.
     fn launch(&mut self, gpu: &Gpu, i: usize) -> Result<()>;
+    /// The library a user would pick instead (cuBLAS, ...), run in-process on the same
+    /// buffers and shapes.
+    fn peer(&self) -> Peer {
+        Peer::None
+    }
+    /// One launch of the peer (called only when `peer()` is `Available`).
+    fn launch_peer(&mut self, _gpu: &Gpu, _i: usize) -> Result<()> {
+        Err(Error::Other("this workload has no in-process peer".into()))
+    }
+}
+
+/// Whether a case has a peer library to compare with, and if so whether it can run here.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Peer {
+    None,
+    /// e.g. "cuBLAS not found, peer column skipped".
+    Unavailable(String),
+    /// The peer's name, e.g. "cuBLAS SGEMM".
+    Available(String),
+}
+
+/// A case PyTorch can run too (timed out of process by `host/peer/torch_peer.py`).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TorchSpec {
+    /// The op as the script names it, e.g. "softmax", "layer_norm", "rms_norm", "gelu_chain".
+    pub op: String,
+    pub shape: Vec<u64>,
+    /// "float32" or "bfloat16".
+    pub dtype: String,
 }
 
 pub type Prepare = Box<dyn Fn(&Gpu) -> Result<Box<dyn Workload>>>;
@@ -36,6 +65,8 @@ pub struct Case {
     pub note: String,
     pub cost: Cost,
     pub prepare: Prepare,
+    /// Set when PyTorch has the same op: the bench's `--peer torch` times it.
+    pub torch: Option<TorchSpec>,
 }
 
 impl Case {
@@ -116,6 +147,11 @@ pub struct Row {
     pub predicted_speedup_vs_v01: Option<f64>,
     pub correct: bool,
     pub error: Option<String>,
+    /// The peer library (or why it did not run).
+    pub peer: Option<String>,
+    pub peer_median_us: Option<f64>,
+    /// Peer time over this row's time, in percent (100 = as fast as the peer).
+    pub pct_of_peer: Option<f64>,
 }
 
 /// Ceilings measured in this run.
@@ -171,15 +207,30 @@ pub fn run_case(gpu: &Gpu, case: &Case, reps: Reps) -> (Row, Option<Error>) {
         predicted_speedup_vs_v01: None,
         correct: false,
         error: None,
+        peer: None,
+        peer_median_us: None,
+        pct_of_peer: None,
     };
     let result = (|| -> Result<Stats> {
         let mut w = (case.prepare)(gpu)?;
         w.check(gpu)?;
         let samples = gpu.time(reps.warmup, reps.timed, |i| w.launch(gpu, i))?;
+        match w.peer() {
+            Peer::None => {}
+            Peer::Unavailable(why) => row.peer = Some(why),
+            Peer::Available(name) => {
+                row.peer = Some(name);
+                let p = Stats::from_samples(
+                    gpu.time(reps.warmup, reps.timed, |i| w.launch_peer(gpu, i))?,
+                );
+                row.peer_median_us = Some(p.median_us);
+            }
+        }
         Ok(Stats::from_samples(samples))
     })();
     match result {
         Ok(s) => {
+            row.pct_of_peer = row.peer_median_us.map(|p| 100.0 * p / s.median_us);
             row.correct = true;
             row.median_us = Some(s.median_us);
             row.p10_us = Some(s.p10_us);
@@ -343,6 +394,9 @@ mod tests {
             predicted_speedup_vs_v01: None,
             correct: true,
             error: None,
+            peer: None,
+            peer_median_us: None,
+            pct_of_peer: None,
         }
     }
 

@@ -21,7 +21,14 @@
 #[cfg(target_arch = "nvptx64")]
 pub mod gpu;
 
+pub mod ceilings;
+pub mod fused_elementwise;
+pub mod gemm;
 pub mod memory;
+pub mod norm;
+pub mod reduce;
+pub mod softmax;
+pub mod transpose;
 
 /// A kernel trapped on the device (for example a `panic!`): abort the whole grid.
 /// The host sees `CUDA_ERROR_LAUNCH_FAILED`/`ILLEGAL_INSTRUCTION` at the next sync.

@@ -66,10 +66,10 @@ fn main() -> ExitCode {
     let all = ops::all_cases(args.quick, args.size, seed);
 
     for f in &args.family {
-        if !ops::FAMILIES.contains(&f.as_str()) {
+        if !ops::family_names().contains(&f.as_str()) {
             eprintln!(
                 "rooflab: unknown family `{f}`. Valid families: {}",
-                ops::FAMILIES.join(", ")
+                ops::family_names().join(", ")
             );
             return ExitCode::from(2);
         }

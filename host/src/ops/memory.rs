@@ -497,6 +497,7 @@ pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
                 shape: format!("n={}", pretty_len(n)),
                 note,
                 cost,
+                torch: None,
                 prepare: Box::new(move |gpu: &Gpu| {
                     let mut r = rng(seed);
                     let sets = (0..rotation_sets(cost.min_bytes.0, gpu.info.l2_bytes))
@@ -535,6 +536,7 @@ pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
             shape: format!("particles={}", pretty_len(np)),
             note: String::new(),
             cost,
+            torch: None,
             prepare: Box::new(move |gpu: &Gpu| {
                 let mut r = rng(seed);
                 let sets = rotation_sets(cost.min_bytes.0, gpu.info.l2_bytes);

@@ -10,6 +10,11 @@
 use core::arch::asm;
 use core::arch::nvptx;
 
+/// Asynchronous global->shared copies (`cp.async`, sm_80+).
+pub mod async_copy;
+/// bf16 <-> f32 conversions and packed bf16 access.
+pub mod bf16;
+
 /// Thread, block and grid indices (`%tid`, `%ctaid`, `%ntid`, `%nctaid`).
 pub mod thread {
     use super::nvptx;

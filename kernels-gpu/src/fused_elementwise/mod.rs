@@ -1,0 +1,1 @@
+//! Family `fused_elementwise` (being written).

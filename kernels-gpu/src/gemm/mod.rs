@@ -1,0 +1,1 @@
+//! Family `gemm` (being written).

@@ -1,0 +1,1 @@
+//! Asynchronous global-to-shared copies (`cp.async`, sm_80 and newer).

@@ -1,0 +1,1 @@
+//! bf16 storage: conversions to and from f32 and packed loads.

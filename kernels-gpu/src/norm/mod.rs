@@ -1,0 +1,1 @@
+//! Family `norm` (being written).

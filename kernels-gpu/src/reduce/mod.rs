@@ -1,0 +1,1 @@
+//! Family `reduce` (being written).

@@ -1,0 +1,1 @@
+//! Family `softmax` (being written).

@@ -1,0 +1,1 @@
+//! Family `transpose` (being written).
