@@ -8,9 +8,10 @@
 
 use std::path::Path;
 
-use crate::cost::Cost;
+use crate::cost::{Bytes, Cost, Flops};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
+use crate::roofline::{Accounting, Bound, Roofs};
 
 /// One prepared variant at one shape, with its buffers on the device.
 pub trait Workload {
@@ -138,8 +139,20 @@ pub struct Row {
     pub spread_pct: Option<f64>,
     /// Effective bandwidth: the op's minimum bytes over the median time.
     pub gbps: Option<f64>,
-    /// `gbps` as a percentage of the copy ceiling measured in this run.
-    pub pct_of_copy: Option<f64>,
+    /// Achieved TFLOP/s (FLOPs over the median time).
+    pub tflops: Option<f64>,
+    /// The roofline accounting against this run's roofs (or a datasheet's, predicted).
+    pub accounting: Option<Accounting>,
+    /// floor / median in percent: MBU for memory-bound rows, MFU for compute-bound ones.
+    pub pct_of_roof: Option<f64>,
+    /// ptxas's view of the kernel(s): most registers per thread, spill bytes, static smem.
+    pub registers: Option<u32>,
+    pub spill_bytes: Option<u32>,
+    /// The same row's median in an earlier run (`--compare`), and the change in percent
+    /// (positive = slower now).
+    pub old_median_us: Option<f64>,
+    pub change_pct: Option<f64>,
+    pub regressed: bool,
     /// The ladder's first row's median over this row's median.
     pub speedup_vs_v01: Option<f64>,
     /// The measured slowdown over the ladder's first row that the bytes model predicts
@@ -154,40 +167,9 @@ pub struct Row {
     pub pct_of_peer: Option<f64>,
 }
 
-/// Ceilings measured in this run.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
-pub struct Ceilings {
-    /// Device-to-device copy (cuMemcpyDtoD), bytes read + written per second, in GB/s.
-    pub copy_gbps: f64,
-    pub copy_bytes: u64,
-    pub copy_stats: Stats,
-}
-
-/// Measure the copy ceiling: `cuMemcpyDtoD` of `bytes` (read + written counted).
-pub fn measure_copy_ceiling(gpu: &Gpu, bytes: u64, reps: Reps) -> Result<Ceilings> {
-    let n = (bytes / 4) as usize;
-    let src = gpu.upload(&crate::check::random_f32(
-        &mut crate::check::rng(1),
-        n,
-        -1.0,
-        1.0,
-    ))?;
-    let mut dst = gpu.alloc::<f32>(n)?;
-    let samples = gpu.time(reps.warmup, reps.timed, |_| {
-        gpu.copy_device(src.view(), dst.view_mut())
-    })?;
-    let stats = Stats::from_samples(samples);
-    let moved = crate::cost::Bytes(2 * n as u64 * 4);
-    Ok(Ceilings {
-        copy_gbps: moved.gbps(stats.median_us),
-        copy_bytes: moved.0,
-        copy_stats: stats,
-    })
-}
-
-/// Run one case: prepare, check, time. Errors become a failed row.
-pub fn run_case(gpu: &Gpu, case: &Case, reps: Reps) -> (Row, Option<Error>) {
-    let mut row = Row {
+/// The row of a case before anything is measured.
+fn run_case_row(case: &Case) -> Row {
+    Row {
         name: case.name(),
         family: case.family.into(),
         variant: case.variant.into(),
@@ -202,7 +184,14 @@ pub fn run_case(gpu: &Gpu, case: &Case, reps: Reps) -> (Row, Option<Error>) {
         p90_us: None,
         spread_pct: None,
         gbps: None,
-        pct_of_copy: None,
+        tflops: None,
+        accounting: None,
+        pct_of_roof: None,
+        registers: None,
+        spill_bytes: None,
+        old_median_us: None,
+        change_pct: None,
+        regressed: false,
         speedup_vs_v01: None,
         predicted_speedup_vs_v01: None,
         correct: false,
@@ -210,7 +199,12 @@ pub fn run_case(gpu: &Gpu, case: &Case, reps: Reps) -> (Row, Option<Error>) {
         peer: None,
         peer_median_us: None,
         pct_of_peer: None,
-    };
+    }
+}
+
+/// Run one case: prepare, check, time. Errors become a failed row.
+pub fn run_case(gpu: &Gpu, case: &Case, reps: Reps) -> (Row, Option<Error>) {
+    let mut row = run_case_row(case);
     let result = (|| -> Result<Stats> {
         let mut w = (case.prepare)(gpu)?;
         w.check(gpu)?;
@@ -237,6 +231,7 @@ pub fn run_case(gpu: &Gpu, case: &Case, reps: Reps) -> (Row, Option<Error>) {
             row.p90_us = Some(s.p90_us);
             row.spread_pct = Some(s.spread_pct());
             row.gbps = Some(case.cost.min_bytes.gbps(s.median_us));
+            row.tflops = Some(case.cost.flops.tflops(s.median_us));
             (row, None)
         }
         Err(e) => {
@@ -246,11 +241,25 @@ pub fn run_case(gpu: &Gpu, case: &Case, reps: Reps) -> (Row, Option<Error>) {
     }
 }
 
-/// Fill the columns that relate rows to each other and to the ceilings.
-pub fn relate(rows: &mut [Row], ceilings: Option<&Ceilings>) {
+/// A row for a case that was not run (no GPU): cost and accounting only.
+pub fn unmeasured_row(case: &Case) -> Row {
+    let mut r = run_case_row(case);
+    r.error = Some("needs a GPU".into());
+    r
+}
+
+/// Fill the columns that relate rows to each other and to the roofs.
+pub fn relate(rows: &mut [Row], roofs: Option<&Roofs>) {
     for i in 0..rows.len() {
-        if let (Some(g), Some(c)) = (rows[i].gbps, ceilings) {
-            rows[i].pct_of_copy = Some(100.0 * g / c.copy_gbps);
+        if let Some(roofs) = roofs {
+            let cost = Cost {
+                flops: Flops(rows[i].flops),
+                min_bytes: Bytes(rows[i].min_bytes),
+                modelled_bytes: Bytes(rows[i].modelled_bytes),
+            };
+            let a = Accounting::of(&cost, roofs);
+            rows[i].pct_of_roof = rows[i].median_us.map(|m| a.pct_of_roof(m));
+            rows[i].accounting = Some(a);
         }
         let base = rows.iter().find(|r| {
             r.family == rows[i].family && r.ladder == rows[i].ladder && r.shape == rows[i].shape
@@ -265,50 +274,155 @@ pub fn relate(rows: &mut [Row], ceilings: Option<&Ceilings>) {
     }
 }
 
-/// The report as a terminal table.
-pub fn table(rows: &[Row]) -> comfy_table::Table {
+/// Compare with an earlier report: rows match by name, shape and note. A row more than
+/// `threshold_pct` slower is flagged. Returns the names of the regressed rows.
+pub fn compare(rows: &mut [Row], old: &Report, threshold_pct: f64) -> Vec<String> {
+    let mut regressed = Vec::new();
+    for r in rows.iter_mut() {
+        let Some(o) = old
+            .rows
+            .iter()
+            .find(|o| o.name == r.name && o.shape == r.shape && o.note == r.note)
+        else {
+            continue;
+        };
+        r.old_median_us = o.median_us;
+        if let (Some(new), Some(old)) = (r.median_us, o.median_us) {
+            let change = 100.0 * (new - old) / old;
+            r.change_pct = Some(change);
+            if change > threshold_pct {
+                r.regressed = true;
+                regressed.push(format!(
+                    "{} {} {}: {old:.1} -> {new:.1} µs (+{change:.1}%)",
+                    r.name, r.shape, r.note
+                ));
+            }
+        }
+    }
+    regressed
+}
+
+/// ptxas's resource report for one kernel (read from the JSON `cargo xtask bench` writes).
+#[derive(Clone, Debug, serde::Deserialize)]
+pub struct KernelResources {
+    pub arch: String,
+    pub name: String,
+    pub registers: Option<u32>,
+    pub spill_stores: u32,
+    pub spill_loads: u32,
+    pub stack_frame: u32,
+    pub smem: u32,
+}
+
+/// Attach ptxas figures (for `arch`) to rows: every kernel whose entry starts with the row's
+/// `family_variant` (several for multi-kernel variants; the largest register count shown).
+pub fn attach_resources(rows: &mut [Row], res: &[KernelResources], arch: &str) {
+    for r in rows.iter_mut() {
+        let stem = format!("{}_{}", r.family, r.variant);
+        let mine: Vec<_> = res
+            .iter()
+            .filter(|k| k.arch == arch && k.name.starts_with(&stem))
+            .collect();
+        if !mine.is_empty() {
+            r.registers = mine.iter().filter_map(|k| k.registers).max();
+            r.spill_bytes = Some(mine.iter().map(|k| k.spill_stores + k.spill_loads).sum());
+        }
+    }
+}
+
+/// The report as a terminal table. Without a GPU the measured columns say "needs a GPU" and
+/// the predicted floor time is shown instead.
+pub fn table(rows: &[Row], measured: bool, compared: bool) -> comfy_table::Table {
     use comfy_table::{CellAlignment, Table, presets::UTF8_FULL_CONDENSED};
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
-    t.set_header([
-        "family/variant",
-        "shape",
-        "median µs",
-        "spread %",
-        "GB/s",
-        "% copy",
-        "vs v01",
-        "model vs v01",
-        "correct",
-    ]);
     let f = |v: Option<f64>, d: usize| v.map(|x| format!("{x:.d$}")).unwrap_or_else(|| "-".into());
+    let x = |v: Option<f64>| v.map(|x| format!("{x:.2}x")).unwrap_or_else(|| "-".into());
+    let mut header = vec!["family/variant", "shape", "AI F/B", "bound", "floor µs"];
+    if measured {
+        header.extend([
+            "median µs",
+            "spread %",
+            "GB/s",
+            "TFLOP/s",
+            "% roof",
+            "vs v01",
+            "model vs v01",
+            "peer",
+            "% peer",
+        ]);
+        if compared {
+            header.push("vs old");
+        }
+        header.push("correct");
+    } else {
+        header.extend([
+            "predicted µs",
+            "regs",
+            "spill B",
+            "model vs v01",
+            "measured",
+        ]);
+    }
+    t.set_header(header);
     for r in rows {
         let shape = if r.note.is_empty() {
             r.shape.clone()
         } else {
             format!("{} {}", r.shape, r.note)
         };
-        t.add_row(vec![
-            r.name.clone(),
-            shape,
-            f(r.median_us, 1),
-            f(r.spread_pct, 1),
-            f(r.gbps, 0),
-            f(r.pct_of_copy, 1),
-            r.speedup_vs_v01
-                .map(|x| format!("{x:.2}x"))
-                .unwrap_or("-".into()),
-            r.predicted_speedup_vs_v01
-                .map(|x| format!("{x:.2}x"))
-                .unwrap_or("-".into()),
-            if r.correct {
+        let (ai, bound, floor) = match &r.accounting {
+            Some(a) => (
+                format!("{:.2}", a.intensity),
+                match a.bound {
+                    Bound::Memory => "memory".to_string(),
+                    Bound::Compute => "compute".to_string(),
+                },
+                format!("{:.1}", a.floor_us),
+            ),
+            None => ("-".into(), "-".into(), "-".into()),
+        };
+        let mut cells = vec![r.name.clone(), shape, ai, bound, floor];
+        if measured {
+            cells.extend([
+                f(r.median_us, 1),
+                f(r.spread_pct, 1),
+                f(r.gbps, 0),
+                f(r.tflops, 2),
+                f(r.pct_of_roof, 1),
+                x(r.speedup_vs_v01),
+                x(r.predicted_speedup_vs_v01),
+                r.peer.clone().unwrap_or_else(|| "-".into()),
+                f(r.pct_of_peer, 1),
+            ]);
+            if compared {
+                cells.push(match r.change_pct {
+                    Some(c) if r.regressed => format!("{c:+.1}% SLOWER"),
+                    Some(c) => format!("{c:+.1}%"),
+                    None => "new".into(),
+                });
+            }
+            cells.push(if r.correct {
                 "yes".into()
             } else {
                 format!("NO: {}", r.error.as_deref().unwrap_or("?"))
-            },
-        ]);
+            });
+        } else {
+            cells.extend([
+                f(r.accounting.map(|a| a.variant_floor_us), 1),
+                r.registers
+                    .map(|v| v.to_string())
+                    .unwrap_or_else(|| "-".into()),
+                r.spill_bytes
+                    .map(|v| v.to_string())
+                    .unwrap_or_else(|| "-".into()),
+                x(r.predicted_speedup_vs_v01),
+                "needs a GPU".into(),
+            ]);
+        }
+        t.add_row(cells);
     }
-    for c in 2..8 {
+    for c in 2..t.column_count() {
         if let Some(col) = t.column_mut(c) {
             col.set_cell_alignment(CellAlignment::Right);
         }
@@ -322,7 +436,10 @@ pub struct Report {
     pub rooflab_version: String,
     pub date_utc: String,
     pub device: Option<serde_json::Value>,
-    pub ceilings: Option<Ceilings>,
+    /// True when a GPU ran the rows; false for a predicted report.
+    pub measured: bool,
+    pub ceilings: Option<crate::ceilings::Ceilings>,
+    pub roofs: Option<Roofs>,
     pub rows: Vec<Row>,
     pub note: Option<String>,
 }
@@ -337,11 +454,85 @@ pub fn write_report(dir: &Path, report: &Report) -> Result<()> {
     atomic_write(&dir.join("bench.json"), json.as_bytes()).map_err(io)?;
     let mut w = csv::Writer::from_writer(Vec::new());
     for r in &report.rows {
-        w.serialize(r).map_err(|e| Error::Other(e.to_string()))?;
+        w.serialize(CsvRow::from(r))
+            .map_err(|e| Error::Other(e.to_string()))?;
     }
     let bytes = w.into_inner().map_err(|e| Error::Other(e.to_string()))?;
     atomic_write(&dir.join("bench.csv"), &bytes).map_err(io)?;
     Ok(())
+}
+
+/// A report row flattened for CSV (one column per number).
+#[derive(serde::Serialize)]
+struct CsvRow<'a> {
+    name: &'a str,
+    shape: &'a str,
+    note: &'a str,
+    flops: u64,
+    min_bytes: u64,
+    modelled_bytes: u64,
+    intensity: Option<f64>,
+    bound: Option<Bound>,
+    roof_gflops: Option<f64>,
+    floor_us: Option<f64>,
+    variant_floor_us: Option<f64>,
+    median_us: Option<f64>,
+    p10_us: Option<f64>,
+    p90_us: Option<f64>,
+    spread_pct: Option<f64>,
+    gbps: Option<f64>,
+    tflops: Option<f64>,
+    pct_of_roof: Option<f64>,
+    speedup_vs_v01: Option<f64>,
+    predicted_speedup_vs_v01: Option<f64>,
+    peer: Option<&'a str>,
+    peer_median_us: Option<f64>,
+    pct_of_peer: Option<f64>,
+    registers: Option<u32>,
+    spill_bytes: Option<u32>,
+    old_median_us: Option<f64>,
+    change_pct: Option<f64>,
+    regressed: bool,
+    correct: bool,
+    error: Option<&'a str>,
+}
+
+impl<'a> From<&'a Row> for CsvRow<'a> {
+    fn from(r: &'a Row) -> Self {
+        let a = r.accounting.as_ref();
+        CsvRow {
+            name: &r.name,
+            shape: &r.shape,
+            note: &r.note,
+            flops: r.flops,
+            min_bytes: r.min_bytes,
+            modelled_bytes: r.modelled_bytes,
+            intensity: a.map(|a| a.intensity),
+            bound: a.map(|a| a.bound),
+            roof_gflops: a.map(|a| a.roof_gflops),
+            floor_us: a.map(|a| a.floor_us),
+            variant_floor_us: a.map(|a| a.variant_floor_us),
+            median_us: r.median_us,
+            p10_us: r.p10_us,
+            p90_us: r.p90_us,
+            spread_pct: r.spread_pct,
+            gbps: r.gbps,
+            tflops: r.tflops,
+            pct_of_roof: r.pct_of_roof,
+            speedup_vs_v01: r.speedup_vs_v01,
+            predicted_speedup_vs_v01: r.predicted_speedup_vs_v01,
+            peer: r.peer.as_deref(),
+            peer_median_us: r.peer_median_us,
+            pct_of_peer: r.pct_of_peer,
+            registers: r.registers,
+            spill_bytes: r.spill_bytes,
+            old_median_us: r.old_median_us,
+            change_pct: r.change_pct,
+            regressed: r.regressed,
+            correct: r.correct,
+            error: r.error.as_deref(),
+        }
+    }
 }
 
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -389,7 +580,14 @@ mod tests {
             p90_us: None,
             spread_pct: None,
             gbps: Some(100.0 / median),
-            pct_of_copy: None,
+            tflops: None,
+            accounting: None,
+            pct_of_roof: None,
+            registers: None,
+            spill_bytes: None,
+            old_median_us: None,
+            change_pct: None,
+            regressed: false,
             speedup_vs_v01: None,
             predicted_speedup_vs_v01: None,
             correct: true,
@@ -407,16 +605,45 @@ mod tests {
             row("b", "copy", 2.0, 100),
             row("c", "saxpy", 3.0, 100),
         ];
-        let c = Ceilings {
-            copy_gbps: 100.0,
-            copy_bytes: 0,
-            copy_stats: Stats::from_samples(vec![1.0]),
+        let roofs = Roofs {
+            dram_gbps: 100.0,
+            l2_gbps: None,
+            smem_gbps: None,
+            fp32_gflops: 1000.0,
+            launch_us: None,
+            origin: "test".into(),
         };
-        relate(&mut rows, Some(&c));
+        relate(&mut rows, Some(&roofs));
         assert_eq!(rows[1].speedup_vs_v01, Some(4.0));
         assert_eq!(rows[1].predicted_speedup_vs_v01, Some(8.0));
         assert_eq!(rows[2].speedup_vs_v01, Some(1.0));
-        assert!((rows[1].pct_of_copy.unwrap() - 50.0).abs() < 1e-9);
+        // 100 bytes at 100 GB/s: 0.001 µs floor; measured 2 µs -> 0.05 % of roof.
+        assert!((rows[1].pct_of_roof.unwrap() - 0.05).abs() < 1e-9);
+        assert_eq!(rows[1].accounting.unwrap().bound, Bound::Memory);
+    }
+
+    #[test]
+    fn compare_flags_regressions() {
+        let old = Report {
+            rooflab_version: "0".into(),
+            date_utc: "d".into(),
+            device: None,
+            measured: true,
+            ceilings: None,
+            roofs: None,
+            rows: vec![row("a", "copy", 10.0, 1), row("b", "copy", 10.0, 1)],
+            note: None,
+        };
+        let mut rows = vec![
+            row("a", "copy", 10.5, 1),
+            row("b", "copy", 12.0, 1),
+            row("c", "copy", 1.0, 1),
+        ];
+        let reg = compare(&mut rows, &old, 10.0);
+        assert_eq!(reg.len(), 1);
+        assert!(!rows[0].regressed && rows[1].regressed);
+        assert!((rows[1].change_pct.unwrap() - 20.0).abs() < 1e-9);
+        assert_eq!(rows[2].old_median_us, None);
     }
 
     #[test]

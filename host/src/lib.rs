@@ -5,18 +5,24 @@
 //! - [`error`]: the one error type; every message says what was wrong and what to do;
 //! - [`cost`]: FLOPs and bytes as distinct types, the accounting every row reports through;
 //! - [`check`]: random inputs, output poisoning and comparison with CPU references;
+//! - [`roofline`]: roofs (measured, or datasheet profiles) and each row's accounting;
+//! - [`ceilings`]: the micro-benchmarks that measure the roofs in the same run;
+//! - [`plot`]: roofline and per-family SVGs;
 //! - [`bench`]: timing (warm-up, CUDA events, median and spread) and the report;
 //! - [`ops`]: one file per kernel family: safe launch wrappers, CPU references, cost models,
 //!   bench cases and correctness tests for every variant;
 //! - [`testing`]: GPU tests as data, run by `tests/gpu.rs`.
 
 pub mod bench;
+pub mod ceilings;
 pub mod check;
 pub mod cost;
 pub mod error;
 pub mod gpu;
 pub mod ops;
+pub mod plot;
 pub mod ptx;
+pub mod roofline;
 pub mod testing;
 
 pub use error::{Error, Result};

@@ -297,6 +297,24 @@ pub fn warnings(reports: &[ArchReport]) -> Vec<String> {
         .collect()
 }
 
+/// The kernels' resources as JSON for `rooflab-bench --ptxas-report` (one object per kernel:
+/// arch, name, registers, spill_stores, spill_loads, stack_frame, smem).
+pub fn resources_json(reports: &[ArchReport]) -> String {
+    let items: Vec<serde_json::Value> = reports
+        .iter()
+        .flat_map(|r| {
+            r.functions.iter().filter(|f| f.entry).map(move |f| {
+                serde_json::json!({
+                    "arch": r.arch, "name": f.name, "registers": f.registers,
+                    "spill_stores": f.spill_stores, "spill_loads": f.spill_loads,
+                    "stack_frame": f.stack_frame, "smem": f.smem,
+                })
+            })
+        })
+        .collect();
+    serde_json::Value::Array(items).to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

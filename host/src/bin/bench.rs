@@ -1,11 +1,18 @@
 //! `rooflab-bench`: the measured ladders. Usually run through `cargo xtask bench`.
+//!
+//! With a GPU: measure the ceilings, run every selected case (check, warm up, time), relate
+//! each row to the roofs, print the table, write `bench.json`, `bench.csv`, `roofline.svg`
+//! and `bars-FAMILY.svg`. Without one: the same report, predicted from the cost model and a
+//! datasheet profile, every measured column marked "needs a GPU".
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use rooflab::bench::{self, Ceilings, Report, Reps, Row};
-use rooflab::{Error, Gpu, ops};
+use rooflab::bench::{self, KernelResources, Report, Reps, Row};
+use rooflab::roofline::{self, Roofs};
+use rooflab::{Error, Gpu, ceilings, ops, plot};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -13,7 +20,7 @@ use rooflab::{Error, Gpu, ops};
     about = "Run rooflab's kernel ladders against the GPU's own limits"
 )]
 struct Args {
-    /// Only these families (repeatable). Valid: see --list.
+    /// Only these families (repeatable). `--list` shows them.
     #[arg(long)]
     family: Vec<String>,
     /// Only variants whose name contains this text (repeatable), e.g. `v03` or `v02_coalesced_copy`.
@@ -25,10 +32,26 @@ struct Args {
     /// Smaller sizes and fewer repetitions (a smoke run).
     #[arg(long)]
     quick: bool,
+    /// Only measure the ceilings (DRAM, L2, shared, FP32, launch).
+    #[arg(long)]
+    ceilings: bool,
     /// Timed repetitions per case (default 50, quick 10).
     #[arg(long)]
     reps: Option<usize>,
-    /// Where bench.json and bench.csv go.
+    /// Datasheet profile for predictions when there is no GPU (h200, h100-sxm, h100-pcie,
+    /// a100, l40s, l4, rtx4090).
+    #[arg(long, default_value = "h200")]
+    device: String,
+    /// An earlier bench.json: add a column with the change per row and flag regressions.
+    #[arg(long)]
+    compare: Option<PathBuf>,
+    /// With --compare: flag rows more than this many percent slower.
+    #[arg(long, default_value_t = 10.0)]
+    regress_pct: f64,
+    /// ptxas resource report (JSON written by `cargo xtask bench`).
+    #[arg(long)]
+    ptxas_report: Option<PathBuf>,
+    /// Where bench.json, bench.csv and the SVGs go.
     #[arg(long, default_value = "target/rooflab")]
     out: PathBuf,
     /// List families and variants, then exit.
@@ -60,10 +83,35 @@ fn parse_size(s: &str) -> Result<u64, String> {
     Ok(n)
 }
 
+fn fail(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("rooflab: {msg}");
+    ExitCode::FAILURE
+}
+
+/// Other processes on the GPU make timings unreliable: ask the driver (through nvidia-smi)
+/// which compute processes are there besides this one.
+fn other_gpu_processes() -> Vec<String> {
+    let Ok(out) = std::process::Command::new("nvidia-smi")
+        .args([
+            "--query-compute-apps=pid,process_name,used_memory",
+            "--format=csv,noheader",
+        ])
+        .output()
+    else {
+        return Vec::new();
+    };
+    let me = std::process::id().to_string();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && l.split(',').next().map(str::trim) != Some(me.as_str()))
+        .map(str::to_string)
+        .collect()
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
     let seed = rooflab::check::seed();
-    let all = ops::all_cases(args.quick, args.size, seed);
 
     for f in &args.family {
         if !ops::family_names().contains(&f.as_str()) {
@@ -74,7 +122,16 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    let cases: Vec<_> = all
+    let Some(profile) = roofline::profile_by_key(&args.device) else {
+        let keys: Vec<_> = roofline::PROFILES.iter().map(|p| p.key).collect();
+        eprintln!(
+            "rooflab: unknown --device `{}`. Valid: {}",
+            args.device,
+            keys.join(", ")
+        );
+        return ExitCode::from(2);
+    };
+    let cases: Vec<_> = ops::all_cases(args.quick, args.size, seed)
         .into_iter()
         .filter(|c| args.family.is_empty() || args.family.iter().any(|f| f == c.family))
         .filter(|c| {
@@ -83,11 +140,11 @@ fn main() -> ExitCode {
         .collect();
     if args.list {
         for c in &cases {
-            println!("{:<40} {} {}", c.name(), c.shape, c.note);
+            println!("{:<48} {} {}", c.name(), c.shape, c.note);
         }
         return ExitCode::SUCCESS;
     }
-    if cases.is_empty() {
+    if cases.is_empty() && !args.ceilings {
         let names: Vec<String> = ops::all_cases(true, None, 0)
             .iter()
             .map(|c| c.name())
@@ -99,76 +156,179 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     }
-
-    let gpu = match Gpu::new() {
-        Ok(g) => g,
-        Err(e @ Error::NoDevice(_)) => {
-            println!("rooflab: no GPU here, nothing measured ({e}).");
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("rooflab: {e}");
-            return ExitCode::FAILURE;
-        }
+    let old = match &args.compare {
+        Some(p) => match std::fs::read_to_string(p)
+            .map_err(|e| e.to_string())
+            .and_then(|t| serde_json::from_str::<Report>(&t).map_err(|e| e.to_string()))
+        {
+            Ok(r) => Some(r),
+            Err(e) => {
+                return fail(format!(
+                    "--compare {}: cannot read an earlier bench.json: {e}",
+                    p.display()
+                ));
+            }
+        },
+        None => None,
     };
-    println!("rooflab bench on {}  (seed {seed})", gpu.describe());
+    let resources: Vec<KernelResources> = match &args.ptxas_report {
+        Some(p) => match std::fs::read_to_string(p)
+            .map_err(|e| e.to_string())
+            .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+        {
+            Ok(r) => r,
+            Err(e) => return fail(format!("--ptxas-report {}: {e}", p.display())),
+        },
+        None => Vec::new(),
+    };
+    if let Err(e) = std::fs::create_dir_all(&args.out) {
+        return fail(format!("cannot create {}: {e}", args.out.display()));
+    }
 
     let reps = Reps {
         warmup: if args.quick { 3 } else { 10 },
         timed: args.reps.unwrap_or(if args.quick { 10 } else { 50 }),
     };
-    let ceiling_bytes = if args.quick { 256 << 20 } else { 2 << 30 };
-    let ceilings: Option<Ceilings> = match bench::measure_copy_ceiling(&gpu, ceiling_bytes, reps) {
-        Ok(c) => {
-            println!(
-                "copy ceiling (cuMemcpyDtoD, {} MiB, read+write): {:.0} GB/s, spread {:.1}%",
-                ceiling_bytes >> 20,
-                c.copy_gbps,
-                c.copy_stats.spread_pct()
-            );
-            Some(c)
-        }
-        Err(e) => {
-            eprintln!("rooflab: measuring the copy ceiling failed: {e}");
-            None
-        }
-    };
-
-    let mut rows: Vec<Row> = Vec::new();
     let mut failed = 0;
-    for case in &cases {
-        let (row, err) = bench::run_case(&gpu, case, reps);
-        match (&row.median_us, &err) {
-            (Some(m), _) => eprintln!("  {:<40} {:>10.1} µs", row.name, m),
-            (None, Some(e)) => eprintln!("  {:<40} FAILED: {e}", row.name),
-            _ => {}
-        }
-        if !row.correct {
-            failed += 1;
-        }
-        rows.push(row);
-        if let Some(e) = err
-            && e.is_fatal()
-        {
-            eprintln!("rooflab: the CUDA context is unusable after this fault; stopping the run.");
-            break;
+    let mut rows: Vec<Row> = Vec::new();
+    let (gpu, measured_ceilings, roofs): (Option<Gpu>, Option<ceilings::Ceilings>, Roofs) =
+        match Gpu::new() {
+            Ok(gpu) => {
+                println!("rooflab bench on {}  (seed {seed})", gpu.describe());
+                let others = other_gpu_processes();
+                if !others.is_empty() {
+                    println!(
+                        "WARNING: other processes are using this GPU, timings are unreliable: {}",
+                        others.join("; ")
+                    );
+                }
+                match ceilings::measure(&gpu, args.quick, reps) {
+                    Ok(c) => {
+                        println!("{}", ceilings::table(&c));
+                        let roofs = c.roofs.clone();
+                        (Some(gpu), Some(c), roofs)
+                    }
+                    Err(e) => return fail(format!("measuring the ceilings failed: {e}")),
+                }
+            }
+            Err(e @ Error::NoDevice(_)) => {
+                println!(
+                    "rooflab: no GPU here, nothing measured ({e}). Writing the report predicted for {} from its datasheet.",
+                    profile.name
+                );
+                (None, None, Roofs::from_profile(profile))
+            }
+            Err(e) => return fail(e),
+        };
+
+    if !args.ceilings {
+        // Rows as they complete, so a run killed midway leaves what it measured.
+        let partial_path = args.out.join("bench-partial.jsonl");
+        let mut partial = std::fs::File::create(&partial_path).ok();
+        for case in &cases {
+            let row = match &gpu {
+                Some(gpu) => {
+                    let (row, err) = bench::run_case(gpu, case, reps);
+                    match (&row.median_us, &err) {
+                        (Some(m), _) => eprintln!("  {:<48} {:>10.1} µs", row.name, m),
+                        (None, Some(e)) => eprintln!("  {:<48} FAILED: {e}", row.name),
+                        _ => {}
+                    }
+                    if !row.correct {
+                        failed += 1;
+                    }
+                    if let Some(e) = err
+                        && e.is_fatal()
+                    {
+                        rows.push(row);
+                        eprintln!(
+                            "rooflab: the CUDA context is unusable after this fault; stopping the run."
+                        );
+                        break;
+                    }
+                    row
+                }
+                None => bench::unmeasured_row(case),
+            };
+            if let Some(f) = partial.as_mut() {
+                let _ = writeln!(f, "{}", serde_json::to_string(&row).unwrap_or_default());
+            }
+            rows.push(row);
         }
     }
-    bench::relate(&mut rows, ceilings.as_ref());
-    println!("{}", bench::table(&rows));
+    let measured = gpu.is_some();
+    bench::relate(&mut rows, Some(&roofs));
+    let arch = gpu.as_ref().map(|g| g.info.ptx_arch).unwrap_or("sm_90");
+    bench::attach_resources(&mut rows, &resources, arch);
+    let regressed = old
+        .as_ref()
+        .map(|o| bench::compare(&mut rows, o, args.regress_pct))
+        .unwrap_or_default();
+    if !rows.is_empty() {
+        println!("{}", bench::table(&rows, measured, old.is_some()));
+    }
+    println!(
+        "roofs: DRAM {:.0} GB/s, FP32 {:.1} TFLOP/s ({})",
+        roofs.dram_gbps,
+        roofs.fp32_gflops / 1e3,
+        roofs.origin
+    );
+
     let report = Report {
         rooflab_version: env!("CARGO_PKG_VERSION").into(),
         date_utc: utc_now(),
-        device: serde_json::to_value(&gpu.info).ok(),
-        ceilings,
+        device: gpu
+            .as_ref()
+            .and_then(|g| serde_json::to_value(&g.info).ok()),
+        measured,
+        ceilings: measured_ceilings,
+        roofs: Some(roofs.clone()),
         rows,
-        note: None,
+        note: (!measured).then(|| {
+            format!(
+                "no GPU: predicted for {} from its datasheet; nothing measured",
+                profile.name
+            )
+        }),
     };
     if let Err(e) = bench::write_report(&args.out, &report) {
-        eprintln!("rooflab: {e}");
-        return ExitCode::FAILURE;
+        return fail(e);
     }
-    println!("report: {}/bench.json, bench.csv", args.out.display());
+    if !report.rows.is_empty() {
+        let title = if measured {
+            format!(
+                "rooflab roofline, {} ({})",
+                gpu.as_ref().map(|g| g.info.name.as_str()).unwrap_or("?"),
+                report.date_utc
+            )
+        } else {
+            format!("rooflab roofline, predicted for {} (no GPU)", profile.name)
+        };
+        if let Err(e) = plot::roofline(&args.out.join("roofline.svg"), &report.rows, &roofs, &title)
+        {
+            return fail(e);
+        }
+        for f in ops::family_names() {
+            if report.rows.iter().any(|r| r.family == f)
+                && let Err(e) = plot::family_bars(
+                    &args.out.join(format!("bars-{f}.svg")),
+                    &report.rows,
+                    f,
+                    measured,
+                )
+            {
+                return fail(e);
+            }
+        }
+    }
+    let _ = std::fs::remove_file(args.out.join("bench-partial.jsonl"));
+    println!(
+        "report: {}/bench.json, bench.csv, roofline.svg, bars-*.svg",
+        args.out.display()
+    );
+    for r in &regressed {
+        println!("REGRESSION: {r}");
+    }
     if failed > 0 {
         eprintln!("rooflab: {failed} case(s) failed");
         return ExitCode::FAILURE;

@@ -106,6 +106,54 @@ pub mod shared {
     }
 }
 
+/// Shared-memory addressing and explicit shared loads/stores.
+pub mod smem {
+    use super::asm;
+    use super::vector::F32x4;
+
+    /// The `.shared` window address of a generic pointer into shared memory (what `ld.shared`,
+    /// `st.shared` and `cp.async` take).
+    #[inline(always)]
+    pub fn shared_addr<T>(p: *const T) -> u32 {
+        let a: u64;
+        // SAFETY: address arithmetic only.
+        unsafe {
+            asm!("cvta.to.shared.u64 {0}, {1};", out(reg64) a, in(reg64) p, options(pure, nomem, nostack))
+        };
+        a as u32
+    }
+
+    /// `ld.shared.v4.f32`, never merged or removed by the compiler (volatile asm).
+    #[inline(always)]
+    pub unsafe fn load_f32x4(addr: u32) -> F32x4 {
+        let (a, b, c, d): (f32, f32, f32, f32);
+        // SAFETY: the caller guarantees a 16-byte-aligned shared address inside the block's
+        // allocation.
+        unsafe {
+            asm!(
+                "ld.shared.v4.f32 {{{0}, {1}, {2}, {3}}}, [{4}];",
+                out(reg32) a, out(reg32) b, out(reg32) c, out(reg32) d, in(reg32) addr,
+                options(nostack)
+            )
+        };
+        F32x4([a, b, c, d])
+    }
+
+    /// `st.shared.v4.f32`.
+    #[inline(always)]
+    pub unsafe fn store_f32x4(addr: u32, v: F32x4) {
+        let [a, b, c, d] = v.0;
+        // SAFETY: as `load_f32x4`.
+        unsafe {
+            asm!(
+                "st.shared.v4.f32 [{0}], {{{1}, {2}, {3}, {4}}};",
+                in(reg32) addr, in(reg32) a, in(reg32) b, in(reg32) c, in(reg32) d,
+                options(nostack)
+            )
+        };
+    }
+}
+
 /// Warp-level primitives. All take the full-warp mask: callers keep all 32 lanes active.
 pub mod warp {
     use super::asm;
@@ -250,6 +298,21 @@ pub mod vector {
                 options(nostack)
             )
         };
+    }
+
+    /// `ld.global.cg.v4.f32`: cached in L2 only (not L1), for measuring L2 itself.
+    #[inline(always)]
+    pub unsafe fn load_f32x4_cg(p: *const f32) -> F32x4 {
+        let (a, b, c, d): (f32, f32, f32, f32);
+        // SAFETY: as `load_f32x4`. Not `pure`: repeated reads of one address must all happen.
+        unsafe {
+            asm!(
+                "ld.global.cg.v4.f32 {{{0}, {1}, {2}, {3}}}, [{4}];",
+                out(reg32) a, out(reg32) b, out(reg32) c, out(reg32) d, in(reg64) p,
+                options(readonly, nostack)
+            )
+        };
+        F32x4([a, b, c, d])
     }
 
     /// Number of leading f32 elements before `p` reaches a 16-byte boundary (0 to 3).

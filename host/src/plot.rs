@@ -1,0 +1,323 @@
+//! Pictures of a report: the roofline (`roofline.svg`) and one bar chart of % of roof per
+//! family (`bars-FAMILY.svg`). SVG through `plotters`, no system libraries.
+//!
+//! Ops with no FLOPs (copies, transposes) have intensity 0, which a log axis cannot show;
+//! they are drawn at the axis minimum `AI_MIN`, at the height their achieved bandwidth
+//! gives there (`AI_MIN * GB/s`), so their distance below the DRAM roof is still their MBU.
+
+use std::path::Path;
+
+use plotters::prelude::*;
+
+use crate::bench::Row;
+use crate::error::{Error, Result};
+use crate::roofline::Roofs;
+
+/// The smallest intensity on the x axis, FLOP/byte.
+pub const AI_MIN: f64 = 1.0 / 64.0;
+const AI_MAX: f64 = 4096.0;
+/// Radius of the variant points (the SVG test finds points by it).
+pub const POINT_RADIUS: u32 = 4;
+
+/// Where a row sits on the roofline: (x = intensity, y = GFLOP/s), or `None` if it has
+/// neither a measurement nor a prediction.
+pub fn position(r: &Row) -> Option<(f64, f64)> {
+    let a = r.accounting?;
+    let x = a.intensity.max(AI_MIN);
+    // Measured: the achieved rate. Predicted: the rate at the variant's own floor (its
+    // modelled traffic at the DRAM roof), so wasteful variants sit below the roof.
+    let t_us = r.median_us.unwrap_or(a.variant_floor_us);
+    let y = if a.intensity > 0.0 {
+        r.flops as f64 / (t_us * 1e3)
+    } else {
+        AI_MIN * r.min_bytes as f64 / (t_us * 1e3)
+    };
+    (y > 0.0 && y.is_finite()).then_some((x, y))
+}
+
+fn err(e: impl std::fmt::Display) -> Error {
+    Error::Other(format!("plotting: {e}"))
+}
+
+/// Distinct colours for families.
+fn colour(i: usize) -> RGBColor {
+    const C: [RGBColor; 8] = [
+        RGBColor(31, 119, 180),
+        RGBColor(255, 127, 14),
+        RGBColor(44, 160, 44),
+        RGBColor(214, 39, 40),
+        RGBColor(148, 103, 189),
+        RGBColor(140, 86, 75),
+        RGBColor(227, 119, 194),
+        RGBColor(23, 190, 207),
+    ];
+    C[i % C.len()]
+}
+
+/// Draw the roofline of `rows` against `roofs` into `path`.
+pub fn roofline(path: &Path, rows: &[Row], roofs: &Roofs, title: &str) -> Result<()> {
+    let root = SVGBackend::new(path, (1400, 900)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let peak = roofs.fp32_gflops;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 20))
+        .margin(20)
+        .x_label_area_size(50)
+        .y_label_area_size(80)
+        .build_cartesian_2d(
+            (AI_MIN..AI_MAX).log_scale(),
+            (AI_MIN * 100.0..peak * 3.0).log_scale(),
+        )
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc("arithmetic intensity (FLOP / byte of minimum DRAM traffic)")
+        .y_desc("GFLOP/s (0-FLOP ops: at AI = 1/64, height = GB/s / 64)")
+        .draw()
+        .map_err(err)?;
+
+    // Roofs: bandwidth slopes capped by the FP32 peak, and the peak itself.
+    let slope = |bw: f64| {
+        let ridge = (peak / bw).min(AI_MAX);
+        vec![(AI_MIN, AI_MIN * bw), (ridge, ridge * bw), (AI_MAX, peak)]
+    };
+    let mut roof_lines = vec![(
+        format!("DRAM {:.0} GB/s", roofs.dram_gbps),
+        slope(roofs.dram_gbps),
+        BLACK,
+    )];
+    if let Some(l2) = roofs.l2_gbps {
+        roof_lines.push((
+            format!("L2 {l2:.0} GB/s"),
+            slope(l2),
+            RGBColor(120, 120, 120),
+        ));
+    }
+    if let Some(s) = roofs.smem_gbps {
+        roof_lines.push((
+            format!("shared {s:.0} GB/s"),
+            slope(s),
+            RGBColor(170, 170, 170),
+        ));
+    }
+    roof_lines.push((
+        format!("FP32 {:.1} TFLOP/s", peak / 1e3),
+        vec![(AI_MIN, peak), (AI_MAX, peak)],
+        RGBColor(200, 0, 0),
+    ));
+    for (label, pts, c) in roof_lines {
+        chart
+            .draw_series(LineSeries::new(pts, c.stroke_width(2)))
+            .map_err(err)?
+            .label(label)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+    }
+
+    // Each ladder (family, ladder, shape) joined in order, then its points, labelled.
+    let families: Vec<&str> =
+        rows.iter()
+            .map(|r| r.family.as_str())
+            .fold(Vec::new(), |mut v, f| {
+                if !v.contains(&f) {
+                    v.push(f);
+                }
+                v
+            });
+    let mut done: Vec<(&str, &str, &str)> = Vec::new();
+    for r in rows {
+        let key = (r.family.as_str(), r.ladder.as_str(), r.shape.as_str());
+        if done.contains(&key) {
+            continue;
+        }
+        done.push(key);
+        let c = colour(families.iter().position(|f| *f == r.family).unwrap_or(0));
+        let ladder: Vec<(f64, f64)> = rows
+            .iter()
+            .filter(|o| (o.family.as_str(), o.ladder.as_str(), o.shape.as_str()) == key)
+            .filter_map(position)
+            .collect();
+        chart
+            .draw_series(LineSeries::new(ladder, c.mix(0.5).stroke_width(1)))
+            .map_err(err)?;
+    }
+    // Points that land on the same spot get their labels stacked instead of overprinted.
+    let mut seen: Vec<(i64, i64)> = Vec::new();
+    for r in rows {
+        let Some(p) = position(r) else { continue };
+        let spot = (
+            (p.0.log2() * 8.0).round() as i64,
+            (p.1.log2() * 8.0).round() as i64,
+        );
+        let stacked = seen.iter().filter(|s| **s == spot).count() as i32;
+        seen.push(spot);
+        let c = colour(families.iter().position(|f| *f == r.family).unwrap_or(0));
+        let label = if r.note.is_empty() {
+            r.name.clone()
+        } else {
+            format!("{} ({})", r.name, r.note)
+        };
+        chart
+            .draw_series(std::iter::once(
+                EmptyElement::at(p)
+                    + Circle::new((0, 0), POINT_RADIUS, c.filled())
+                    + Text::new(
+                        label,
+                        (6, -4 + 11 * stacked),
+                        ("sans-serif", 10).into_font().color(&c),
+                    ),
+            ))
+            .map_err(err)?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+/// A horizontal bar per row of `family`: % of roof (measured) or floor µs (predicted).
+pub fn family_bars(path: &Path, rows: &[Row], family: &str, measured: bool) -> Result<()> {
+    let mine: Vec<&Row> = rows.iter().filter(|r| r.family == family).collect();
+    let n = mine.len().max(1);
+    let root = SVGBackend::new(path, (1000, 120 + 26 * n as u32)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let value = |r: &Row| {
+        if measured {
+            r.pct_of_roof
+        } else {
+            r.accounting.map(|a| a.variant_floor_us)
+        }
+    };
+    let xmax = if measured {
+        110.0
+    } else {
+        mine.iter().filter_map(|r| value(r)).fold(1.0, f64::max) * 1.1
+    };
+    let what = if measured {
+        "% of roof (MBU / MFU)"
+    } else {
+        "predicted floor time, µs"
+    };
+    let mut chart = ChartBuilder::on(&root)
+        .caption(format!("{family}: {what}"), ("sans-serif", 18))
+        .margin(15)
+        .x_label_area_size(35)
+        .y_label_area_size(10)
+        .build_cartesian_2d(0.0..xmax, 0.0..n as f64)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .disable_y_axis()
+        .x_desc(what)
+        .draw()
+        .map_err(err)?;
+    for (i, r) in mine.iter().enumerate() {
+        let y = (n - 1 - i) as f64;
+        let v = value(r).unwrap_or(0.0);
+        let c = colour(i);
+        chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(0.0, y + 0.15), (v, y + 0.85)],
+                c.mix(0.6).filled(),
+            )))
+            .map_err(err)?;
+        let label = format!("{} {} {}  {:.1}", r.variant, r.shape, r.note, v);
+        chart
+            .draw_series(std::iter::once(Text::new(
+                label,
+                (xmax * 0.01, y + 0.65),
+                ("sans-serif", 12).into_font(),
+            )))
+            .map_err(err)?;
+    }
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::relate;
+
+    fn row(name: &str, flops: u64, bytes: u64, median: f64) -> Row {
+        let mut r: Row = serde_json::from_value(serde_json::json!({
+            "name": format!("memory/{name}"), "family": "memory", "variant": name, "ladder": "copy",
+            "shape": "n", "note": "", "flops": flops, "min_bytes": bytes, "modelled_bytes": bytes,
+            "median_us": median, "p10_us": null, "p90_us": null, "spread_pct": null,
+            "gbps": bytes as f64 / (median * 1e3), "tflops": flops as f64 / (median * 1e6),
+            "accounting": null, "pct_of_roof": null, "registers": null, "spill_bytes": null,
+            "old_median_us": null, "change_pct": null, "regressed": false,
+            "speedup_vs_v01": null, "predicted_speedup_vs_v01": null, "correct": true, "error": null,
+            "peer": null, "peer_median_us": null, "pct_of_peer": null
+        }))
+        .unwrap();
+        r.median_us = Some(median);
+        r
+    }
+
+    #[test]
+    fn svg_has_every_point_and_label() {
+        let roofs = Roofs {
+            dram_gbps: 4000.0,
+            l2_gbps: Some(12000.0),
+            smem_gbps: Some(30000.0),
+            fp32_gflops: 60000.0,
+            launch_us: Some(3.0),
+            origin: "test".into(),
+        };
+        let mut rows = vec![
+            row("v01_strided_copy", 0, 8_000_000, 40.0),
+            row("v02_coalesced_copy", 0, 8_000_000, 3.0),
+            row("v03_saxpy", 2_000_000, 12_000_000, 3.5),
+            row("v04_gemm", 2_000_000_000_000, 100_000_000, 40_000.0),
+        ];
+        relate(&mut rows, Some(&roofs));
+        let dir = std::env::temp_dir().join(format!("rooflab-plot-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("roofline.svg");
+        roofline(&path, &rows, &roofs, "test").unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let doc = roxmltree::Document::parse(&text).expect("valid SVG");
+        let r = POINT_RADIUS.to_string();
+        let points: Vec<_> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("circle") && n.attribute("r") == Some(r.as_str()))
+            .collect();
+        assert_eq!(points.len(), rows.len(), "one point per row");
+        let texts: Vec<String> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("text"))
+            .filter_map(|n| n.text().map(str::to_string))
+            .collect();
+        for row in &rows {
+            assert!(
+                texts.iter().any(|t| t.contains(&row.name)),
+                "label for {}",
+                row.name
+            );
+        }
+        assert!(texts.iter().any(|t| t.contains("DRAM 4000 GB/s")));
+        // Zero-FLOP rows sit at AI_MIN at GB/s/64: v02 (8 MB in 3 µs = 2667 GB/s) at 41.7.
+        let (x, y) = position(&rows[1]).unwrap();
+        assert_eq!(x, AI_MIN);
+        assert!((y - 8_000_000.0 / 3e3 / 64.0).abs() < 1e-9);
+
+        let bars = dir.join("bars.svg");
+        family_bars(&bars, &rows, "memory", true).unwrap();
+        let text = std::fs::read_to_string(&bars).unwrap();
+        let doc = roxmltree::Document::parse(&text).expect("valid SVG");
+        let labels = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("text"))
+            .filter_map(|n| n.text())
+            .filter(|t| t.contains("v0"))
+            .count();
+        assert_eq!(labels, rows.len());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

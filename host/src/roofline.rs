@@ -1,0 +1,292 @@
+//! The roofline model: roofs (measured in this run, or a datasheet profile when there is no
+//! GPU), and the accounting of one row against them.
+//!
+//! For a cost (FLOPs, fewest bytes) and the roofs: arithmetic intensity `AI = FLOPs / bytes`,
+//! the roof `min(peak_flops, AI * dram_bandwidth)`, the bound (memory when `AI * bw < peak`),
+//! the floor time `max(FLOPs / peak, bytes / bw)`, and the fraction of the roof a measured
+//! time reaches: `floor / measured`, which is MBU for memory-bound rows and MFU for
+//! compute-bound ones.
+
+use crate::cost::Cost;
+
+/// Datasheet peaks of one GPU, with where they come from.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct DeviceProfile {
+    /// `--device` key.
+    pub key: &'static str,
+    pub name: &'static str,
+    /// Substrings of the CUDA device name that select this profile (first match wins).
+    pub matches: &'static [&'static str],
+    pub dram_gbps: f64,
+    /// Non-tensor FP32, TFLOP/s.
+    pub fp32_tflops: f64,
+    /// Dense BF16 tensor-core TFLOP/s (no sparsity).
+    pub bf16_tensor_tflops: f64,
+    pub sms: u32,
+    pub boost_mhz: u32,
+    pub l2_mib: u32,
+    pub source: &'static str,
+}
+
+impl DeviceProfile {
+    /// Shared memory moves 128 bytes per clock per SM (32 banks x 4 bytes): a derived peak.
+    pub fn smem_gbps(&self) -> f64 {
+        self.sms as f64 * 128.0 * self.boost_mhz as f64 * 1e-3
+    }
+}
+
+/// Common GPUs' datasheet figures (SXM/PCIe as named). Dense (non-sparse) tensor rates.
+pub const PROFILES: &[DeviceProfile] = &[
+    DeviceProfile {
+        key: "h200",
+        name: "NVIDIA H200 SXM",
+        matches: &["H200"],
+        dram_gbps: 4800.0,
+        fp32_tflops: 67.0,
+        bf16_tensor_tflops: 989.5,
+        sms: 132,
+        boost_mhz: 1980,
+        l2_mib: 60,
+        source: "NVIDIA H200 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/h200)",
+    },
+    DeviceProfile {
+        key: "h100-pcie",
+        name: "NVIDIA H100 PCIe",
+        matches: &["H100 PCIe"],
+        dram_gbps: 2000.0,
+        fp32_tflops: 51.0,
+        bf16_tensor_tflops: 756.0,
+        sms: 114,
+        boost_mhz: 1755,
+        l2_mib: 50,
+        source: "NVIDIA H100 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/h100)",
+    },
+    DeviceProfile {
+        key: "h100-sxm",
+        name: "NVIDIA H100 SXM",
+        matches: &["H100"],
+        dram_gbps: 3350.0,
+        fp32_tflops: 67.0,
+        bf16_tensor_tflops: 989.5,
+        sms: 132,
+        boost_mhz: 1980,
+        l2_mib: 50,
+        source: "NVIDIA H100 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/h100)",
+    },
+    DeviceProfile {
+        key: "a100",
+        name: "NVIDIA A100 SXM4 80GB",
+        matches: &["A100"],
+        dram_gbps: 2039.0,
+        fp32_tflops: 19.5,
+        bf16_tensor_tflops: 312.0,
+        sms: 108,
+        boost_mhz: 1410,
+        l2_mib: 40,
+        source: "NVIDIA A100 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/a100)",
+    },
+    DeviceProfile {
+        key: "l40s",
+        name: "NVIDIA L40S",
+        matches: &["L40S"],
+        dram_gbps: 864.0,
+        fp32_tflops: 91.6,
+        bf16_tensor_tflops: 362.05,
+        sms: 142,
+        boost_mhz: 2520,
+        l2_mib: 96,
+        source: "NVIDIA L40S datasheet (nvidia.com/en-us/data-center/l40s)",
+    },
+    DeviceProfile {
+        key: "l4",
+        name: "NVIDIA L4",
+        matches: &["NVIDIA L4"],
+        dram_gbps: 300.0,
+        fp32_tflops: 30.3,
+        bf16_tensor_tflops: 121.0,
+        sms: 58,
+        boost_mhz: 2040,
+        l2_mib: 48,
+        source: "NVIDIA L4 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/l4)",
+    },
+    DeviceProfile {
+        key: "rtx4090",
+        name: "NVIDIA GeForce RTX 4090",
+        matches: &["RTX 4090"],
+        dram_gbps: 1008.0,
+        fp32_tflops: 82.6,
+        bf16_tensor_tflops: 165.2,
+        sms: 128,
+        boost_mhz: 2520,
+        l2_mib: 72,
+        source: "NVIDIA Ada GPU architecture whitepaper, appendix A (GeForce RTX 4090)",
+    },
+];
+
+/// The profile for a `--device` key.
+pub fn profile_by_key(key: &str) -> Option<&'static DeviceProfile> {
+    PROFILES.iter().find(|p| p.key.eq_ignore_ascii_case(key))
+}
+
+/// The profile whose name patterns match a CUDA device name.
+pub fn profile_for_device(name: &str) -> Option<&'static DeviceProfile> {
+    PROFILES
+        .iter()
+        .find(|p| p.matches.iter().any(|m| name.contains(m)))
+}
+
+/// The roofs rows are judged against.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct Roofs {
+    pub dram_gbps: f64,
+    pub l2_gbps: Option<f64>,
+    pub smem_gbps: Option<f64>,
+    pub fp32_gflops: f64,
+    pub launch_us: Option<f64>,
+    /// "measured on <device>" or "datasheet of <profile> (no GPU: predicted)".
+    pub origin: String,
+}
+
+impl Roofs {
+    /// Roofs from a datasheet profile, for predictions without a GPU.
+    pub fn from_profile(p: &DeviceProfile) -> Roofs {
+        Roofs {
+            dram_gbps: p.dram_gbps,
+            l2_gbps: None,
+            smem_gbps: Some(p.smem_gbps()),
+            fp32_gflops: p.fp32_tflops * 1e3,
+            launch_us: None,
+            origin: format!(
+                "datasheet of {} (no GPU here: predicted, not measured)",
+                p.name
+            ),
+        }
+    }
+}
+
+/// Which roof limits a row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Bound {
+    Memory,
+    Compute,
+}
+
+/// One row's place on the roofline.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Accounting {
+    /// FLOPs per byte of the op's minimum traffic.
+    pub intensity: f64,
+    /// `min(peak, AI * bw)` in GFLOP/s (0 for ops without FLOPs).
+    pub roof_gflops: f64,
+    pub bound: Bound,
+    /// The fastest this op can run on these roofs, µs.
+    pub floor_us: f64,
+    /// The fastest this variant can run given the traffic it is modelled to cause, µs: the
+    /// prediction without a GPU.
+    pub variant_floor_us: f64,
+}
+
+impl Accounting {
+    pub fn of(cost: &Cost, roofs: &Roofs) -> Accounting {
+        let intensity = cost.intensity();
+        let mem_us = cost.min_bytes.0 as f64 / (roofs.dram_gbps * 1e3);
+        let flop_us = cost.flops.0 as f64 / (roofs.fp32_gflops * 1e3);
+        let bound = if intensity * roofs.dram_gbps < roofs.fp32_gflops {
+            Bound::Memory
+        } else {
+            Bound::Compute
+        };
+        Accounting {
+            intensity,
+            roof_gflops: roofs.fp32_gflops.min(intensity * roofs.dram_gbps),
+            bound,
+            floor_us: mem_us.max(flop_us),
+            variant_floor_us: (cost.modelled_bytes.0 as f64 / (roofs.dram_gbps * 1e3)).max(flop_us),
+        }
+    }
+
+    /// The fraction of the roof reached in `measured_us`, in percent: MBU when memory-bound,
+    /// MFU when compute-bound.
+    pub fn pct_of_roof(&self, measured_us: f64) -> f64 {
+        100.0 * self.floor_us / measured_us
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cost::{Bytes, Flops};
+
+    fn roofs() -> Roofs {
+        Roofs {
+            dram_gbps: 4000.0,
+            l2_gbps: None,
+            smem_gbps: None,
+            fp32_gflops: 60_000.0,
+            launch_us: None,
+            origin: "test".into(),
+        }
+    }
+
+    #[test]
+    fn memory_bound_copy() {
+        // 8 GB copied at 4000 GB/s: 2 ms floor; measured 2.5 ms is 80% MBU.
+        let a = Accounting::of(&Cost::new(Flops(0), Bytes(8_000_000_000)), &roofs());
+        assert_eq!(a.bound, Bound::Memory);
+        assert_eq!(a.roof_gflops, 0.0);
+        assert!((a.floor_us - 2000.0).abs() < 1e-9);
+        assert!((a.pct_of_roof(2500.0) - 80.0).abs() < 1e-9);
+        // A variant modelled to move 8x the bytes has an 8x floor.
+        let c = Cost::new(Flops(0), Bytes(8_000_000_000)).with_modelled(Bytes(64_000_000_000));
+        assert!((Accounting::of(&c, &roofs()).variant_floor_us - 16000.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn compute_bound_gemm() {
+        // 4096^3 SGEMM: 2*4096^3 FLOPs over 3*4096^2*4 bytes: AI = 682.7, compute-bound.
+        let n = 4096u64;
+        let c = Cost::new(Flops(2 * n * n * n), Bytes(3 * n * n * 4));
+        let a = Accounting::of(&c, &roofs());
+        assert_eq!(a.bound, Bound::Compute);
+        assert!((a.intensity - 2.0 * n as f64 / 12.0).abs() < 1e-9);
+        assert_eq!(a.roof_gflops, 60_000.0);
+        // 60 000 GFLOP/s = 6e7 FLOP per µs.
+        let floor = 2.0 * (n * n * n) as f64 / 6e7;
+        assert!((a.floor_us - floor).abs() < 1e-6);
+        assert!((a.pct_of_roof(2.0 * floor) - 50.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn ridge_point() {
+        // AI exactly at the ridge (15 FLOP/B here) is compute-bound, and the roof is the peak.
+        let a = Accounting::of(&Cost::new(Flops(15_000), Bytes(1000)), &roofs());
+        assert_eq!(a.bound, Bound::Compute);
+        assert_eq!(a.roof_gflops, 60_000.0);
+        let b = Accounting::of(&Cost::new(Flops(14_000), Bytes(1000)), &roofs());
+        assert_eq!(b.bound, Bound::Memory);
+        assert!((b.roof_gflops - 56_000.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn profiles() {
+        assert_eq!(profile_for_device("NVIDIA H200").unwrap().key, "h200");
+        assert_eq!(
+            profile_for_device("NVIDIA H100 PCIe").unwrap().key,
+            "h100-pcie"
+        );
+        assert_eq!(
+            profile_for_device("NVIDIA H100 80GB HBM3").unwrap().key,
+            "h100-sxm"
+        );
+        assert_eq!(profile_for_device("NVIDIA L40S").unwrap().key, "l40s");
+        assert_eq!(profile_for_device("NVIDIA L4").unwrap().key, "l4");
+        assert!(profile_for_device("Some GPU").is_none());
+        assert_eq!(profile_by_key("H200").unwrap().name, "NVIDIA H200 SXM");
+        // 132 SMs x 128 B x 1.98 GHz = 33.45 TB/s.
+        assert!((profile_by_key("h200").unwrap().smem_gbps() - 33454.08).abs() < 0.01);
+        for p in PROFILES {
+            assert!(p.dram_gbps > 0.0 && p.fp32_tflops > 0.0 && !p.source.is_empty());
+        }
+    }
+}
