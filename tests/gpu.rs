@@ -7,6 +7,9 @@ use rooflab::check::seed;
 use rooflab_tests::{probe, trial};
 
 fn main() {
+    if std::env::var_os(rooflab::testing::CHILD_VAR).is_some() {
+        rooflab::testing::run_fault_child();
+    }
     let args = Arguments::from_args();
     let s = seed();
     let mut trials: Vec<_> = rooflab::ops::all_tests(s).into_iter().map(trial).collect();

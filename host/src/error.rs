@@ -127,3 +127,41 @@ pub fn is_sticky(e: CudaError) -> bool {
             | UnknownError
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_say_what_to_do() {
+        let e = Error::NoPtxForDevice {
+            device: "Tesla T4".into(),
+            cc: "7.5".into(),
+            oldest: "sm_80".into(),
+        };
+        let m = e.to_string();
+        assert!(
+            m.contains("7.5") && m.contains("sm_80") && m.contains("ptx_arches.txt"),
+            "{m}"
+        );
+        let e = Error::DriverTooOld {
+            have: "11.4".into(),
+            need: "11.8".into(),
+            isa: "7.8".into(),
+        };
+        assert!(e.to_string().contains("Update the driver"));
+        let e = Error::OutOfMemory {
+            requested: 10,
+            requested_gib: 0.0,
+            free: 5,
+            total: 8,
+        };
+        assert!(e.to_string().contains("smaller --size"));
+        let e = Error::DeviceFault {
+            kernel: "k".into(),
+            source: CudaError::IllegalAddress,
+        };
+        assert!(e.is_fatal() && e.to_string().contains("`k`"));
+        assert!(is_sticky(CudaError::LaunchFailed) && !is_sticky(CudaError::InvalidValue));
+    }
+}

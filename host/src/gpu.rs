@@ -437,7 +437,10 @@ impl Drop for Gpu {
     }
 }
 
-fn load_module(arch: &str, ptx_text: &str, driver: i32) -> Result<Module> {
+/// Load a PTX module into the current context, turning a refusal into an error that says
+/// why (the driver's code, its JIT log, and what to do). `driver` is the driver's CUDA
+/// version (1000 * major + 10 * minor). Public for the fault tests.
+pub fn load_module(arch: &str, ptx_text: &str, driver: i32) -> Result<Module> {
     if let Ok(m) = Module::from_ptx(ptx_text, &[]) {
         return Ok(m);
     }
@@ -470,8 +473,9 @@ fn load_module(arch: &str, ptx_text: &str, driver: i32) -> Result<Module> {
         .trim()
         .to_string();
     let isa = ptx::isa_version(ptx_text);
+    let needs_newer = ptx::cuda_version_for_isa(isa).is_none_or(|need| need > driver);
     let hint = match code {
-        222 => format!(
+        _ if code == 222 || needs_newer => format!(
             "The driver (CUDA {}) is older than PTX ISA {isa} needs (CUDA {}): update the NVIDIA driver",
             ptx::format_cuda_version(driver),
             ptx::cuda_version_for_isa(isa).map(ptx::format_cuda_version).unwrap_or("?".into())

@@ -41,6 +41,50 @@ pub fn expect_error<T>(r: Result<T>, needles: &[&str]) -> Result<()> {
     }
 }
 
+/// True under `compute-sanitizer` (run-all sets `ROOFLAB_SANITIZE=1`): tests then use
+/// smaller shapes, since every access is instrumented and runs many times slower.
+pub fn sanitizing() -> bool {
+    std::env::var_os("ROOFLAB_SANITIZE").is_some()
+}
+
+/// The test lengths to use now: all of `lengths`, or only those up to 2^20 when sanitizing.
+pub fn lengths(lengths: &[usize]) -> Vec<usize> {
+    lengths
+        .iter()
+        .copied()
+        .filter(|&n| !sanitizing() || n <= 1 << 20)
+        .collect()
+}
+
+/// Environment variable that makes the GPU test binary run one fault scenario as a child
+/// process (a device fault leaves the CUDA context unusable, so it cannot share a process).
+pub const CHILD_VAR: &str = "ROOFLAB_FAULT_CHILD";
+/// Exit code of a child that saw the expected fault reported.
+pub const CHILD_FAULT_REPORTED: i32 = 3;
+
+/// The child side of `device_trap_is_reported_and_exits_cleanly`: launch a kernel that
+/// traps and report the error the way the bench does. Never returns.
+pub fn run_fault_child() -> ! {
+    let r = (|| -> Result<()> {
+        let gpu = Gpu::new()?;
+        let cfg = crate::gpu::LaunchConfig::for_threads("testing_trap", 32, 32)?;
+        let flag = 1u32;
+        // SAFETY: `testing_trap` takes one u32; the trap it raises is the point of the test.
+        unsafe { gpu.launch("testing_trap", cfg, &crate::kernel_args![flag])? };
+        gpu.sync()
+    })();
+    match r {
+        Err(e) if e.is_fatal() => {
+            eprintln!("rooflab: {e}");
+            std::process::exit(CHILD_FAULT_REPORTED)
+        }
+        other => {
+            eprintln!("fault child: expected a device fault, got {other:?}");
+            std::process::exit(1)
+        }
+    }
+}
+
 /// Tests of the device layer itself (allocation, launch path), not of any family.
 pub fn device_tests() -> Vec<GpuTest> {
     use crate::gpu::LaunchConfig;
@@ -63,6 +107,41 @@ pub fn device_tests() -> Vec<GpuTest> {
                 LaunchConfig::for_threads("op", 1u64 << 40, 256),
                 &["blocks in x", "limit"],
             )
+        }),
+        GpuTest::new("ptx_newer_than_the_driver_is_explained", |gpu| {
+            // The built PTX, claiming an ISA no driver of today knows.
+            let (arch, text) =
+                crate::ptx::choose(gpu.info.compute_capability.0, gpu.info.compute_capability.1)
+                    .ok_or_else(|| Error::Other("no PTX for this device".into()))?;
+            let isa = crate::ptx::isa_version(text);
+            let future = text.replacen(&format!(".version {isa}"), ".version 9.9", 1);
+            expect_error(
+                crate::gpu::load_module(arch, &future, gpu.info.driver_cuda_version),
+                &["refused", "9.9", "update the NVIDIA driver", "CUDA 13.9"],
+            )
+        }),
+        GpuTest::new("fault_device_trap_is_reported_and_exits_cleanly", |_| {
+            // In a child process: the fault poisons the context for everything after it.
+            let exe = std::env::current_exe().map_err(|e| Error::Other(e.to_string()))?;
+            let out = std::process::Command::new(exe)
+                .env(CHILD_VAR, "trap")
+                .output()
+                .map_err(|e| Error::Other(format!("spawning the fault child: {e}")))?;
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            if out.status.code() != Some(CHILD_FAULT_REPORTED) {
+                return Err(Error::Other(format!(
+                    "fault child exited with {:?}: {stderr}",
+                    out.status
+                )));
+            }
+            for needle in ["testing_trap", "faulted on the device", "must exit"] {
+                if !stderr.contains(needle) {
+                    return Err(Error::Other(format!(
+                        "fault message lacks {needle:?}: {stderr}"
+                    )));
+                }
+            }
+            Ok(())
         }),
     ]
 }

@@ -28,6 +28,7 @@ pub mod memory;
 pub mod norm;
 pub mod reduce;
 pub mod softmax;
+pub mod testing;
 pub mod transpose;
 
 /// A kernel trapped on the device (for example a `panic!`): abort the whole grid.

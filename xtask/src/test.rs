@@ -6,7 +6,7 @@
 //! says whether all passed.
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 
 use anyhow::{Context, Result};
@@ -21,6 +21,10 @@ pub struct Args {
     /// Build and test with the release profile.
     #[arg(long)]
     release: bool,
+    /// On a GPU machine, also run the GPU tests under compute-sanitizer (memcheck,
+    /// racecheck, synccheck, initcheck); any reported error fails the step.
+    #[arg(long)]
+    sanitize: bool,
 }
 
 enum Outcome {
@@ -136,6 +140,17 @@ pub fn run(args: &Args) -> Result<bool> {
         steps.skip("clippy", AFTER_BUILD);
     }
 
+    if args.sanitize {
+        match (&cuda, built) {
+            (Ok(cuda), true) if util::system_has_libcuda() => {
+                util::header("[f] compute-sanitizer on the GPU tests");
+                steps.record("sanitize", sanitize(cuda, profile));
+            }
+            (_, true) => steps.skip("sanitize", "no GPU driver here"),
+            _ => steps.skip("sanitize", AFTER_BUILD),
+        }
+    }
+
     util::header("summary");
     for (name, outcome) in &steps.0 {
         match outcome {
@@ -161,6 +176,59 @@ pub fn run(args: &Args) -> Result<bool> {
         eprintln!("{line}");
     }
     Ok(failed.is_empty())
+}
+
+/// Step f: each compute-sanitizer tool over the GPU test binary, with small shapes
+/// (`ROOFLAB_SANITIZE=1`) and without the deliberate-fault and multi-GB tests.
+fn sanitize(cuda: &Path, profile: &[&str]) -> Result<()> {
+    let mut build = util::cargo(cuda);
+    build
+        .args(["test", "-p", "rooflab-tests", "--test", "gpu", "--no-run"])
+        .args(profile);
+    let exe = util::cargo_executables(build)?
+        .into_iter()
+        .find(|(name, test, _)| name == "gpu" && *test)
+        .map(|(_, _, p)| p)
+        .context("cargo built no gpu test binary")?;
+    let san = which("compute-sanitizer")
+        .or_else(|| {
+            Some(PathBuf::from("/usr/local/cuda/bin/compute-sanitizer")).filter(|p| p.exists())
+        })
+        .context("compute-sanitizer not found (CUDA toolkit's bin/ on PATH?)")?;
+    let mut failed = Vec::new();
+    for tool in ["memcheck", "racecheck", "synccheck", "initcheck"] {
+        let mut cmd = Command::new(&san);
+        cmd.args(["--tool", tool, "--error-exitcode", "1"])
+            .arg(&exe)
+            .args(["--skip", "fault_", "--skip", "past_2_31"])
+            .env("ROOFLAB_SANITIZE", "1");
+        let (status, out) = run_tee(cmd)?;
+        let errors = out
+            .lines()
+            .filter_map(|l| l.split("ERROR SUMMARY: ").nth(1))
+            .filter_map(|t| t.split_whitespace().next()?.parse::<u64>().ok())
+            .next_back();
+        eprintln!(
+            "compute-sanitizer {tool}: {} error(s), exit {status}",
+            errors.map_or("?".into(), |e| e.to_string())
+        );
+        if !status.success() || errors != Some(0) {
+            failed.push(tool);
+        }
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        anyhow::bail!("compute-sanitizer found errors with: {}", failed.join(", "))
+    }
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    })
 }
 
 /// Step c: prints the table and fails on spills or ptxas errors.

@@ -289,13 +289,26 @@ pub fn check_elementwise(
     dst_off: usize,
     seed: u64,
 ) -> Result<()> {
+    check_elementwise_scaled(gpu, v, op, n, (src_off, dst_off), 1.0, seed)
+}
+
+/// `check_elementwise` with values drawn from `[-scale, scale)`.
+pub fn check_elementwise_scaled(
+    gpu: &Gpu,
+    v: Variant,
+    op: Op,
+    n: usize,
+    (src_off, dst_off): (usize, usize),
+    scale: f32,
+    seed: u64,
+) -> Result<()> {
     let mut r = rng(seed);
-    let x = random_f32(&mut r, n + src_off, -1.0, 1.0);
-    let y = random_f32(&mut r, n + dst_off, -1.0, 1.0);
+    let x = random_f32(&mut r, n + src_off, -scale, scale);
+    let y = random_f32(&mut r, n + dst_off, -scale, scale);
     let dx = gpu.upload(&x)?;
     let mut dy = gpu.upload(&y)?;
     let what = format!(
-        "{} n={n} offsets=({src_off},{dst_off}) seed={seed}",
+        "{} n={n} offsets=({src_off},{dst_off}) scale={scale:e} seed={seed}",
         v.entry(op)
     );
     let want = match op {
@@ -331,10 +344,12 @@ pub fn check_elementwise(
         0.0,
     )
     .map_err(Error::Mismatch)?;
+    // Copy is exact. saxpy rounds once (fma): within half an ulp of |a*x| + |y| <= 2.75 scale,
+    // which near cancellation is an absolute, not a relative, bound.
     let (rel, abs) = if op == Op::Copy {
         (0.0, 0.0)
     } else {
-        (1e-6, 1e-7)
+        (1e-6, 2.75 * scale * f32::EPSILON)
     };
     compare_f32(&what, &got[dst_off..], &want, rel, abs).map_err(Error::Mismatch)
 }
@@ -598,7 +613,7 @@ pub fn check_variant(gpu: &Gpu, v: Variant, op: Op, seed: u64) -> Result<()> {
         v => vec![v],
     };
     for v in variants {
-        for (i, &n) in TEST_LENGTHS.iter().enumerate() {
+        for (i, &n) in crate::testing::lengths(&TEST_LENGTHS).iter().enumerate() {
             for (j, &(so, d)) in TEST_OFFSETS.iter().enumerate() {
                 check_elementwise(gpu, v, op, n, so, d, seed.wrapping_add((i * 31 + j) as u64))?;
             }
@@ -626,7 +641,7 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
             "memory_v05_particles_aos_matches_cpu"
         };
         t.push(GpuTest::new(name, move |gpu| {
-            for (i, &n) in TEST_PARTICLES.iter().enumerate() {
+            for (i, &n) in crate::testing::lengths(&TEST_PARTICLES).iter().enumerate() {
                 check_particles(gpu, soa, n, seed + i as u64)?;
             }
             Ok(())
@@ -689,6 +704,37 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
         Ok(())
     }));
     t.push(GpuTest::new(
+        "memory_property_random_shapes_match_cpu",
+        move |gpu| property_test(gpu, seed),
+    ));
+    t.push(GpuTest::new("memory_copy_past_2_31_elements", move |gpu| {
+        // 2^31 + 5 f32: past i32 indexing, so 64-bit index math is exercised for real.
+        let n = (1usize << 31) + 5;
+        let host = fast_random(n, seed);
+        let src = gpu.upload(&host)?;
+        let mut dst = gpu.alloc::<f32>(n)?;
+        for v in [
+            Variant::V01Strided { stride: 32 },
+            Variant::V02Coalesced,
+            Variant::V03Vectorized,
+            Variant::V04GridStrideIlp,
+        ] {
+            gpu.poison(dst.view_mut())?;
+            copy(gpu, v, src.view(), dst.view_mut())?;
+            gpu.sync()?;
+            let got = dst.to_host()?;
+            if let Some(i) = (0..n).find(|&i| got[i].to_bits() != host[i].to_bits()) {
+                return Err(Error::Mismatch(format!(
+                    "{} n={n}: element {i} is {:e}, want {:e} (seed {seed})",
+                    v.entry(Op::Copy),
+                    got[i],
+                    host[i]
+                )));
+            }
+        }
+        Ok(())
+    }));
+    t.push(GpuTest::new(
         "memory_v01_strided_refuses_stride_out_of_range",
         |gpu| {
             let a = gpu.upload(&[1.0f32; 100])?;
@@ -703,6 +749,61 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
         },
     ));
     t
+}
+
+/// `n` random f32 in [-1, 1) from a fast generator (for the multi-gigabyte tests).
+fn fast_random(n: usize, seed: u64) -> Vec<f32> {
+    use rand::{Rng, SeedableRng};
+    let mut r = rand::rngs::SmallRng::seed_from_u64(seed);
+    (0..n).map(|_| r.random_range(-1.0f32..1.0)).collect()
+}
+
+/// Property test: random variant, op, length (weighted to small and odd), offsets, stride
+/// and value scale, each case checked against the CPU reference. The proptest RNG is seeded
+/// from the suite's seed, so a failure names the seed that replays it.
+fn property_test(gpu: &Gpu, seed: u64) -> Result<()> {
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
+
+    let cases = if crate::testing::sanitizing() { 16 } else { 96 };
+    let mut seed_bytes = [0u8; 32];
+    seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    let mut runner = TestRunner::new_with_rng(
+        Config {
+            cases,
+            failure_persistence: None,
+            ..Config::default()
+        },
+        TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes),
+    );
+    let strategy = (
+        0usize..4,
+        any::<bool>(),
+        prop_oneof![0usize..70, 0usize..5000, 0usize..300_000],
+        0usize..4,
+        0usize..4,
+        1u32..=64,
+        prop::sample::select(vec![1e-30f32, 1e-3, 1.0, 1e3, 1e30]),
+        any::<u64>(),
+    );
+    runner
+        .run(
+            &strategy,
+            |(vi, saxpy_op, n, so, d, stride, scale, case_seed)| {
+                let v = match LADDER[vi] {
+                    Variant::V01Strided { .. } => Variant::V01Strided { stride },
+                    v => v,
+                };
+                let op = if saxpy_op { Op::Saxpy } else { Op::Copy };
+                check_elementwise_scaled(gpu, v, op, n, (so, d), scale, case_seed)
+                    .map_err(|e| TestCaseError::fail(e.to_string()))
+            },
+        )
+        .map_err(|e| {
+            Error::Mismatch(format!(
+                "property test failed (replay with ROOFLAB_SEED={seed}): {e}"
+            ))
+        })
 }
 
 // Keep the kernel crate's particle layout and this file's assumptions in one place.
