@@ -140,16 +140,26 @@ pub fn roofline(path: &Path, rows: &[Row], roofs: &Roofs, title: &str) -> Result
             .draw_series(LineSeries::new(ladder, c.mix(0.5).stroke_width(1)))
             .map_err(err)?;
     }
-    // Points that land on the same spot get their labels stacked instead of overprinted.
-    let mut seen: Vec<(i64, i64)> = Vec::new();
-    for r in rows {
-        let Some(p) = position(r) else { continue };
-        let spot = (
-            (p.0.log2() * 8.0).round() as i64,
-            (p.1.log2() * 8.0).round() as i64,
-        );
-        let stacked = seen.iter().filter(|s| **s == spot).count() as i32;
-        seen.push(spot);
+    // Labels of points in one column (same intensity) are spread apart in pixels, top to
+    // bottom, so close points stay readable.
+    let mut placed: Vec<(i64, f64, &Row, (f64, f64), i32)> = rows
+        .iter()
+        .filter_map(|r| position(r).map(|p| ((p.0.log2() * 8.0).round() as i64, -p.1, r, p, 0)))
+        .collect();
+    placed.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    let mut last: Option<(i64, i32)> = None;
+    for item in placed.iter_mut() {
+        let py = chart.as_coord_spec().translate(&item.3).1;
+        let mut label_y = py;
+        if let Some((col, prev)) = last
+            && col == item.0
+        {
+            label_y = label_y.max(prev + 11);
+        }
+        item.4 = label_y - py;
+        last = Some((item.0, label_y));
+    }
+    for (_, _, r, p, dy) in placed {
         let c = colour(families.iter().position(|f| *f == r.family).unwrap_or(0));
         let label = if r.note.is_empty() {
             r.name.clone()
@@ -160,11 +170,7 @@ pub fn roofline(path: &Path, rows: &[Row], roofs: &Roofs, title: &str) -> Result
             .draw_series(std::iter::once(
                 EmptyElement::at(p)
                     + Circle::new((0, 0), POINT_RADIUS, c.filled())
-                    + Text::new(
-                        label,
-                        (6, -4 + 11 * stacked),
-                        ("sans-serif", 10).into_font().color(&c),
-                    ),
+                    + Text::new(label, (6, dy - 4), ("sans-serif", 10).into_font().color(&c)),
             ))
             .map_err(err)?;
     }

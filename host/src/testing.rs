@@ -96,7 +96,7 @@ pub fn device_tests() -> Vec<GpuTest> {
                 &["out of device memory", "free"],
             )
         }),
-        GpuTest::new("unknown_kernel_is_named", |gpu| {
+        GpuTest::new("fault_unknown_kernel_is_named", |gpu| {
             let cfg = LaunchConfig::for_threads("x", 1, 32)?;
             // SAFETY: refused before anything runs: there is no such kernel.
             let r = unsafe { gpu.launch("memory_v99_nonexistent", cfg, &[]) };
@@ -108,7 +108,7 @@ pub fn device_tests() -> Vec<GpuTest> {
                 &["blocks in x", "limit"],
             )
         }),
-        GpuTest::new("ptx_newer_than_the_driver_is_explained", |gpu| {
+        GpuTest::new("fault_ptx_newer_than_the_driver_is_explained", |gpu| {
             // The built PTX, claiming an ISA no driver of today knows.
             let (arch, text) =
                 crate::ptx::choose(gpu.info.compute_capability.0, gpu.info.compute_capability.1)

@@ -14,7 +14,8 @@ Runs from any directory; logs every step into OUT (default ./results, or env OUT
   2. ./gpu-tests                          -> gpu-tests.log  (must pass, and must have run tests)
   3. unless --no-sanitize: compute-sanitizer --tool T --error-exitcode 1 ./gpu-tests
      for T in $SANITIZE_TOOLS             -> sanitize-T.log (each must report 0 errors)
-     (with ROOFLAB_SANITIZE=1: smaller shapes; the deliberate-fault and multi-GB tests skipped)
+     (with ROOFLAB_SANITIZE=1: smaller shapes; the `fault_` tests, whose deliberate API errors and
+     device trap the sanitizer would count, and the multi-GB tests are skipped)
   4. ./rooflab-bench --out OUT BENCH ARGS -> bench.log (results in OUT)
 Exits non-zero if a required step failed.
 
