@@ -142,7 +142,9 @@ pub fn roofline(path: &Path, rows: &[Row], roofs: &Roofs, title: &str) -> Result
     }
     // Labels of points in one column (same intensity) are spread apart in pixels, top to
     // bottom, so close points stay readable.
-    let mut placed: Vec<(i64, f64, &Row, (f64, f64), i32)> = rows
+    // (column, -y for top-to-bottom order, row, point, label offset in pixels)
+    type Placed<'a> = (i64, f64, &'a Row, (f64, f64), i32);
+    let mut placed: Vec<Placed> = rows
         .iter()
         .filter_map(|r| position(r).map(|p| ((p.0.log2() * 8.0).round() as i64, -p.1, r, p, 0)))
         .collect();

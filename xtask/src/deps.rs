@@ -42,8 +42,17 @@ fn cache_dir() -> Result<PathBuf> {
 /// A `CUDA_LIBRARY_PATH` in the environment is the user's choice and is used as it is;
 /// otherwise `<workspace>/target/cuda-stub`, created from the cache (downloading if needed).
 pub fn ensure_libcuda() -> Result<PathBuf> {
-    if let Some(dir) = env::var_os("CUDA_LIBRARY_PATH").filter(|v| !v.is_empty()) {
-        let dir = PathBuf::from(dir);
+    let stub = util::target_dir().join("cuda-stub");
+    // `.cargo/config.toml` points CUDA_LIBRARY_PATH at our own stub folder, and cargo passes
+    // that on to xtask: that value is ours to fill, not a user's choice.
+    let user_dir = env::var_os("CUDA_LIBRARY_PATH")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .filter(|d| {
+            d.canonicalize().ok().or_else(|| Some(d.clone()))
+                != stub.canonicalize().ok().or_else(|| Some(stub.clone()))
+        });
+    if let Some(dir) = user_dir {
         if !dir.join("lib64").join("libcuda.so").exists() {
             util::note(&format!(
                 "CUDA_LIBRARY_PATH={} has no lib64/libcuda.so; linking will likely fail \
@@ -53,7 +62,6 @@ pub fn ensure_libcuda() -> Result<PathBuf> {
         }
         return Ok(dir);
     }
-    let stub = util::target_dir().join("cuda-stub");
     let lib64 = stub.join("lib64");
     if lib64.join("libcuda.so").exists() && lib64.join("libcuda.so.1").exists() {
         return Ok(stub);
