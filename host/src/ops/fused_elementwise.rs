@@ -5,9 +5,9 @@
 //! [`Dtype`], the dtype-tagged device buffer [`Buf`], [`par_map`] for large references.
 //!
 //! Numerics: the kernels compute in f32; erf is Abramowitz-Stegun 7.1.26 (abs error
-//! <= 1.5e-7), the tanh form is `u / (1 + e^(-2k))` with `ex2.approx` (a few ulp). The CPU
+//! <= 1.5e-7 exactly, <= 6.5e-7 evaluated in f32: see the unit test), the tanh form is `u / (1 + e^(-2k))` with `ex2.approx` (a few ulp). The CPU
 //! reference is f64 (erf by its all-positive Taylor series, exact to ~1e-15). Tolerances:
-//! f32 rel 1e-5 + abs 2e-6 (|y| ~ 1 from the residual; erf's 1.5e-7 times |u|/2 <= 3.5);
+//! f32 rel 1e-5 + abs 2e-6 (|y| ~ 1 from the residual; erf's 6.5e-7 times |u|/2 <= 1.75);
 //! bf16 rel 8e-3 + abs 1e-3 (one final rounding, 2^-9 relative); v01 in bf16 rounds every
 //! intermediate to bf16, so its reference does too, with abs 2e-2 for a one-ulp flip of an
 //! intermediate of magnitude <= 3.5 (3.5 * 2^-8 * max gelu' 1.13 = 0.0155).
@@ -92,7 +92,12 @@ impl Buf {
         Ok(match dt {
             Dtype::F32 => Buf::F32(gpu.upload(data)?),
             Dtype::Bf16 => Buf::Bf16(
-                gpu.upload(&data.iter().map(|&v| bf16::from_f32(v).to_bits()).collect::<Vec<_>>())?,
+                gpu.upload(
+                    &data
+                        .iter()
+                        .map(|&v| bf16::from_f32(v).to_bits())
+                        .collect::<Vec<_>>(),
+                )?,
             ),
         })
     }
@@ -152,7 +157,11 @@ pub fn expect_buf(op: &str, what: &str, b: &Buf, dt: Dtype, len: usize) -> Resul
     if b.dtype() != dt {
         return Err(Error::Shape {
             op: op.into(),
-            what: format!("{what} is {}, the op runs in {}", b.dtype().name(), dt.name()),
+            what: format!(
+                "{what} is {}, the op runs in {}",
+                b.dtype().name(),
+                dt.name()
+            ),
         });
     }
     if b.len() != len {
@@ -190,7 +199,9 @@ pub fn check_dims(op: &str, rows: usize, cols: usize, whole: bool) -> Result<()>
 
 /// `f` over `0..n` in parallel chunks (CPU references of 67M-element tensors).
 pub fn par_map<T: Send + Default + Clone>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
-    let threads = std::thread::available_parallelism().map_or(1, |t| t.get()).min(32);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |t| t.get())
+        .min(32);
     let mut out = vec![T::default(); n];
     let chunk = n.div_ceil(threads).max(1);
     std::thread::scope(|s| {
@@ -487,7 +498,11 @@ pub fn check(
     };
     let want = chain_ref(g, cols, &h.x, &h.scale, &h.bias, &h.res, round);
     let (rel, abs) = tolerance(v, dt);
-    let what = format!("{} gelu={} {rows}x{cols} seed={seed}", v.entry(dt), g.name());
+    let what = format!(
+        "{} gelu={} {rows}x{cols} seed={seed}",
+        v.entry(dt),
+        g.name()
+    );
     compare_f32(&what, &got, &want, rel, abs).map_err(Error::Mismatch)
 }
 
@@ -531,27 +546,56 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
             let mut y = Buf::alloc(gpu, Dtype::F32, 12)?;
             for v in LADDER {
                 let mut tmp = Intermediates::alloc(gpu, Dtype::F32, 12)?;
-                let bad_len = Inputs { x: &x, scale: &s5, bias: &s, residual: &x };
+                let bad_len = Inputs {
+                    x: &x,
+                    scale: &s5,
+                    bias: &s,
+                    residual: &x,
+                };
                 expect_error(
                     gelu_chain(gpu, v, Gelu::Tanh, 3, 4, &bad_len, &mut y, Some(&mut tmp)),
                     &["bad input", "scale", "5", "4"],
                 )?;
-                let bad_dt = Inputs { x: &x, scale: &s, bias: &s_bf, residual: &x };
+                let bad_dt = Inputs {
+                    x: &x,
+                    scale: &s,
+                    bias: &s_bf,
+                    residual: &x,
+                };
                 expect_error(
                     gelu_chain(gpu, v, Gelu::Tanh, 3, 4, &bad_dt, &mut y, Some(&mut tmp)),
                     &["bias is bf16", "f32"],
                 )?;
-                let ok = Inputs { x: &x, scale: &s, bias: &s, residual: &x };
+                let ok = Inputs {
+                    x: &x,
+                    scale: &s,
+                    bias: &s,
+                    residual: &x,
+                };
                 expect_error(
                     gelu_chain(gpu, v, Gelu::Tanh, 4, 4, &ok, &mut y, Some(&mut tmp)),
                     &["x has 12 elements, expected 16"],
                 )?;
                 expect_error(
-                    gelu_chain(gpu, v, Gelu::Tanh, 1 << 20, 1 << 12, &ok, &mut y, Some(&mut tmp)),
+                    gelu_chain(
+                        gpu,
+                        v,
+                        Gelu::Tanh,
+                        1 << 20,
+                        1 << 12,
+                        &ok,
+                        &mut y,
+                        Some(&mut tmp),
+                    ),
                     &["elements", "limit"],
                 )?;
             }
-            let ok = Inputs { x: &x, scale: &s, bias: &s, residual: &x };
+            let ok = Inputs {
+                x: &x,
+                scale: &s,
+                bias: &s,
+                residual: &x,
+            };
             expect_error(
                 gelu_chain(gpu, Variant::V01Unfused, Gelu::Erf, 3, 4, &ok, &mut y, None),
                 &["intermediate"],
@@ -559,7 +603,12 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
             // Zero rows: defined (nothing to do), nothing launched.
             let e = Buf::alloc(gpu, Dtype::F32, 0)?;
             let mut ye = Buf::alloc(gpu, Dtype::F32, 0)?;
-            let empty = Inputs { x: &e, scale: &s, bias: &s, residual: &e };
+            let empty = Inputs {
+                x: &e,
+                scale: &s,
+                bias: &s,
+                residual: &e,
+            };
             for v in LADDER {
                 gelu_chain(gpu, v, Gelu::Erf, 0, 4, &empty, &mut ye, None)?;
             }
@@ -585,12 +634,28 @@ struct ChainWork {
 
 impl Workload for ChainWork {
     fn check(&mut self, gpu: &Gpu) -> Result<()> {
-        check(gpu, self.v, self.g, self.dt, self.rows, self.cols, self.seed)
+        check(
+            gpu, self.v, self.g, self.dt, self.rows, self.cols, self.seed,
+        )
     }
     fn launch(&mut self, gpu: &Gpu, i: usize) -> Result<()> {
         let [x, s, b, r] = &self.sets[i % self.sets.len()];
-        let inp = Inputs { x, scale: s, bias: b, residual: r };
-        gelu_chain(gpu, self.v, self.g, self.rows, self.cols, &inp, &mut self.y, self.tmp.as_mut())
+        let inp = Inputs {
+            x,
+            scale: s,
+            bias: b,
+            residual: r,
+        };
+        gelu_chain(
+            gpu,
+            self.v,
+            self.g,
+            self.rows,
+            self.cols,
+            &inp,
+            &mut self.y,
+            self.tmp.as_mut(),
+        )
     }
 }
 
@@ -680,8 +745,10 @@ mod tests {
 
     #[test]
     fn device_gelu_formulas_are_accurate() {
-        // The kernels' formulas with an exact exp2: erf within 2e-7, GELU within the f32
-        // tolerance the GPU tests use (abs 2e-6 over |u| <= 3.5, well past it here).
+        // The kernels' formulas with an exact exp2, evaluated in f32 as on the device: the
+        // approximation's 1.5e-7 plus the polynomial's f32 rounding (measured 6.4e-7, worst
+        // near 0 where 1 - poly * e^(-x^2) cancels); GELU within the f32 tolerance of the GPU
+        // tests (abs 2e-6 over |u| <= 3.5).
         let exp2 = |v: f32| (v as f64).exp2() as f32;
         let mut worst = (0.0f64, 0.0f64);
         for i in -40_000..=40_000 {
@@ -693,7 +760,7 @@ mod tests {
                 worst.1 = worst.1.max(d);
             }
         }
-        assert!(worst.0 < 2e-7, "erf error {}", worst.0);
+        assert!(worst.0 < 8e-7, "erf error {}", worst.0);
         assert!(worst.1 < 1e-6, "gelu error {}", worst.1);
         // Extremes: no NaN, the right limits.
         for mode in [GELU_ERF, GELU_TANH] {
@@ -708,10 +775,17 @@ mod tests {
         assert_eq!(cost(Dtype::F32, 2, 3).min_bytes, Bytes(96));
         assert_eq!(cost(Dtype::Bf16, 2, 3).min_bytes, Bytes(48));
         // v01: 9 passes of 6 elements + 6 = 60 elements.
-        assert_eq!(Variant::V01Unfused.modelled_bytes(Dtype::F32, 2, 3), Bytes(240));
+        assert_eq!(
+            Variant::V01Unfused.modelled_bytes(Dtype::F32, 2, 3),
+            Bytes(240)
+        );
         let (m1, m3) = (
-            Variant::V01Unfused.modelled_bytes(Dtype::F32, 16384, 4096).0 as f64,
-            Variant::V03FusedVectorized.modelled_bytes(Dtype::F32, 16384, 4096).0 as f64,
+            Variant::V01Unfused
+                .modelled_bytes(Dtype::F32, 16384, 4096)
+                .0 as f64,
+            Variant::V03FusedVectorized
+                .modelled_bytes(Dtype::F32, 16384, 4096)
+                .0 as f64,
         );
         assert!((m1 / m3 - 3.0).abs() < 1e-3, "predicted ratio {}", m1 / m3);
     }
@@ -721,8 +795,13 @@ mod tests {
         let (x, s, b, r) = ([1.0f32], [1.0f32], [0.0f32], [0.5f32]);
         let plain = chain_ref(Gelu::Tanh, 1, &x, &s, &b, &r, |u| u)[0] as f64;
         assert!((plain - (gelu64(1.0, Gelu::Tanh) + 0.5)).abs() < 1e-7);
-        let rounded = chain_ref(Gelu::Tanh, 1, &x, &s, &b, &r, |u| Dtype::Bf16.quantize(u as f32) as f64)[0];
-        assert_eq!(rounded, (Dtype::Bf16.quantize(gelu64(1.0, Gelu::Tanh) as f32) as f64 + 0.5) as f32);
+        let rounded = chain_ref(Gelu::Tanh, 1, &x, &s, &b, &r, |u| {
+            Dtype::Bf16.quantize(u as f32) as f64
+        })[0];
+        assert_eq!(
+            rounded,
+            (Dtype::Bf16.quantize(gelu64(1.0, Gelu::Tanh) as f32) as f64 + 0.5) as f32
+        );
     }
 
     #[test]
@@ -730,7 +809,11 @@ mod tests {
         let ptx = crate::ptx::BUILT[0].1;
         for dt in Dtype::ALL {
             for v in [Variant::V02Fused, Variant::V03FusedVectorized] {
-                assert!(ptx.contains(&format!(".entry {}(", v.entry(dt))), "{}", v.entry(dt));
+                assert!(
+                    ptx.contains(&format!(".entry {}(", v.entry(dt))),
+                    "{}",
+                    v.entry(dt)
+                );
             }
             for k in ["mul", "add_bias", "gelu", "add"] {
                 let e = format!("{FAMILY}_v01_unfused_{k}_{}", dt.name());

@@ -62,7 +62,8 @@ impl Variant {
         let base = cost(dt, rows, cols);
         match self {
             Variant::V01ThreeKernels => base.with_modelled(
-                dt.bytes(v01_three_kernels::PASSES * rows * cols) + crate::cost::Bytes(4 * 4 * rows),
+                dt.bytes(v01_three_kernels::PASSES * rows * cols)
+                    + crate::cost::Bytes(4 * 4 * rows),
             ),
             _ => base,
         }
@@ -152,7 +153,10 @@ pub fn softmax(
                     });
                 }
                 let (m, s) = (st.max.view().addr, st.sum.view().addr);
-                let cfg = per_row(v01_three_kernels::BLOCK_THREADS, v01_three_kernels::SHARED_BYTES);
+                let cfg = per_row(
+                    v01_three_kernels::BLOCK_THREADS,
+                    v01_three_kernels::SHARED_BYTES,
+                );
                 let name = |k: &str| format!("{FAMILY}_v01_three_kernels_{k}_{}", dt.name());
                 gpu.launch(&name("max"), cfg, &kernel_args![xa, m, c])?;
                 gpu.launch(&name("sum"), cfg, &kernel_args![xa, m, s, c])?;
@@ -160,7 +164,10 @@ pub fn softmax(
             }
             Variant::V02BlockPerRow => gpu.launch(
                 &op,
-                per_row(v02_block_per_row::BLOCK_THREADS, v02_block_per_row::SHARED_BYTES),
+                per_row(
+                    v02_block_per_row::BLOCK_THREADS,
+                    v02_block_per_row::SHARED_BYTES,
+                ),
                 &kernel_args![xa, ya, c],
             ),
             Variant::V03Online => gpu.launch(
@@ -203,7 +210,9 @@ pub fn softmax_ref(rows: usize, cols: usize, x: &[f32]) -> Vec<f32> {
         let m = if m == f64::NEG_INFINITY { 0.0 } else { m };
         let s: f64 = row.iter().map(|&v| (v as f64 - m).exp()).sum();
         let inv = if s > 0.0 { 1.0 / s } else { 0.0 };
-        row.iter().map(|&v| ((v as f64 - m).exp() * inv) as f32).collect::<Vec<_>>()
+        row.iter()
+            .map(|&v| ((v as f64 - m).exp() * inv) as f32)
+            .collect::<Vec<_>>()
     });
     per_row.concat()
 }
@@ -229,7 +238,11 @@ pub enum Pattern {
 }
 
 pub fn make_input(dt: Dtype, rows: usize, cols: usize, p: Pattern, seed: u64) -> Vec<f32> {
-    let (lo, hi) = if p == Pattern::Huge { (-1e4, 1e4) } else { (-8.0, 8.0) };
+    let (lo, hi) = if p == Pattern::Huge {
+        (-1e4, 1e4)
+    } else {
+        (-8.0, 8.0)
+    };
     let mut x: Vec<f32> = random_f32(&mut rng(seed), rows * cols, lo, hi)
         .into_iter()
         .map(|v| dt.quantize(v))
@@ -295,24 +308,30 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
     let mut t = Vec::new();
     for dt in Dtype::ALL {
         for v in LADDER {
-            t.push(GpuTest::new(format!("{}_matches_cpu", v.entry(dt)), move |gpu| {
+            t.push(GpuTest::new(
+                format!("{}_matches_cpu", v.entry(dt)),
+                move |gpu| {
+                    for (i, &(rows, cols)) in TEST_SHAPES.iter().enumerate() {
+                        if v == Variant::V05RowInRegisters && cols > ROW_MAX_COLS as usize {
+                            continue;
+                        }
+                        for p in [Pattern::Normal, Pattern::Huge, Pattern::NegInf] {
+                            check(gpu, Some(v), dt, rows, cols, p, seed + i as u64)?;
+                        }
+                    }
+                    Ok(())
+                },
+            ));
+        }
+        t.push(GpuTest::new(
+            format!("softmax_auto_{}_matches_cpu", dt.name()),
+            move |gpu| {
                 for (i, &(rows, cols)) in TEST_SHAPES.iter().enumerate() {
-                    if v == Variant::V05RowInRegisters && cols > ROW_MAX_COLS as usize {
-                        continue;
-                    }
-                    for p in [Pattern::Normal, Pattern::Huge, Pattern::NegInf] {
-                        check(gpu, Some(v), dt, rows, cols, p, seed + i as u64)?;
-                    }
+                    check(gpu, None, dt, rows, cols, Pattern::NegInf, seed + i as u64)?;
                 }
                 Ok(())
-            }));
-        }
-        t.push(GpuTest::new(format!("softmax_auto_{}_matches_cpu", dt.name()), move |gpu| {
-            for (i, &(rows, cols)) in TEST_SHAPES.iter().enumerate() {
-                check(gpu, None, dt, rows, cols, Pattern::NegInf, seed + i as u64)?;
-            }
-            Ok(())
-        }));
+            },
+        ));
     }
     t.push(GpuTest::new("softmax_all_neg_inf_row_gives_zeros", |gpu| {
         for dt in Dtype::ALL {
@@ -324,36 +343,56 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
                 softmax(gpu, v, 3, 40, &x, &mut y, Some(&mut st))?;
                 let got = y.to_f32()?;
                 if got.iter().any(|&g| g != 0.0) {
-                    return Err(Error::Mismatch(format!("{}: all -inf row not all zeros", v.entry(dt))));
+                    return Err(Error::Mismatch(format!(
+                        "{}: all -inf row not all zeros",
+                        v.entry(dt)
+                    )));
                 }
             }
         }
         Ok(())
     }));
-    t.push(GpuTest::new("softmax_bad_input_is_refused_before_launch", |gpu| {
-        let x = Buf::upload(gpu, Dtype::F32, &[1.0; 12])?;
-        let mut y = Buf::alloc(gpu, Dtype::F32, 12)?;
-        let mut yb = Buf::alloc(gpu, Dtype::Bf16, 12)?;
-        for v in LADDER {
-            let mut st = RowStats::alloc(gpu, 3)?;
-            expect_error(softmax(gpu, v, 4, 4, &x, &mut y, Some(&mut st)), &["x has 12", "16"])?;
-            expect_error(softmax(gpu, v, 3, 4, &x, &mut yb, Some(&mut st)), &["y is bf16"])?;
-            // Empty: defined, nothing launched.
-            let e = Buf::alloc(gpu, Dtype::F32, 0)?;
-            let mut ye = Buf::alloc(gpu, Dtype::F32, 0)?;
-            softmax(gpu, v, 0, 4, &e, &mut ye, Some(&mut st))?;
-        }
-        expect_error(
-            softmax(gpu, Variant::V01ThreeKernels, 3, 4, &x, &mut y, None),
-            &["RowStats"],
-        )?;
-        let long = Buf::alloc(gpu, Dtype::F32, 20000)?;
-        let mut yl = Buf::alloc(gpu, Dtype::F32, 20000)?;
-        expect_error(
-            softmax(gpu, Variant::V05RowInRegisters, 1, 20000, &long, &mut yl, None),
-            &["20000", "16384", "auto"],
-        )
-    }));
+    t.push(GpuTest::new(
+        "softmax_bad_input_is_refused_before_launch",
+        |gpu| {
+            let x = Buf::upload(gpu, Dtype::F32, &[1.0; 12])?;
+            let mut y = Buf::alloc(gpu, Dtype::F32, 12)?;
+            let mut yb = Buf::alloc(gpu, Dtype::Bf16, 12)?;
+            for v in LADDER {
+                let mut st = RowStats::alloc(gpu, 3)?;
+                expect_error(
+                    softmax(gpu, v, 4, 4, &x, &mut y, Some(&mut st)),
+                    &["x has 12", "16"],
+                )?;
+                expect_error(
+                    softmax(gpu, v, 3, 4, &x, &mut yb, Some(&mut st)),
+                    &["y is bf16"],
+                )?;
+                // Empty: defined, nothing launched.
+                let e = Buf::alloc(gpu, Dtype::F32, 0)?;
+                let mut ye = Buf::alloc(gpu, Dtype::F32, 0)?;
+                softmax(gpu, v, 0, 4, &e, &mut ye, Some(&mut st))?;
+            }
+            expect_error(
+                softmax(gpu, Variant::V01ThreeKernels, 3, 4, &x, &mut y, None),
+                &["RowStats"],
+            )?;
+            let long = Buf::alloc(gpu, Dtype::F32, 20000)?;
+            let mut yl = Buf::alloc(gpu, Dtype::F32, 20000)?;
+            expect_error(
+                softmax(
+                    gpu,
+                    Variant::V05RowInRegisters,
+                    1,
+                    20000,
+                    &long,
+                    &mut yl,
+                    None,
+                ),
+                &["20000", "16384", "auto"],
+            )
+        },
+    ));
     t
 }
 
@@ -372,12 +411,28 @@ struct SoftmaxWork {
 
 impl Workload for SoftmaxWork {
     fn check(&mut self, gpu: &Gpu) -> Result<()> {
-        check(gpu, self.v, self.dt, self.rows, self.cols, Pattern::Normal, self.seed)
+        check(
+            gpu,
+            self.v,
+            self.dt,
+            self.rows,
+            self.cols,
+            Pattern::Normal,
+            self.seed,
+        )
     }
     fn launch(&mut self, gpu: &Gpu, i: usize) -> Result<()> {
         let x = &self.xs[i % self.xs.len()];
         match self.v {
-            Some(v) => softmax(gpu, v, self.rows, self.cols, x, &mut self.y, self.stats.as_mut()),
+            Some(v) => softmax(
+                gpu,
+                v,
+                self.rows,
+                self.cols,
+                x,
+                &mut self.y,
+                self.stats.as_mut(),
+            ),
             None => auto(gpu, self.rows, self.cols, x, &mut self.y).map(|_| ()),
         }
     }
@@ -391,13 +446,29 @@ pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
     };
     // (shape, variants): the whole ladder at 16384 x 4096, short rows for v04 against v03
     // and v05, long rows for v03 (v05 cannot hold them).
-    let plan: Vec<((usize, usize), Vec<Option<Variant>>)> = vec![
-        (scale(16384, 4096), LADDER.iter().map(|&v| Some(v)).chain([None]).collect()),
+    type Plan = Vec<((usize, usize), Vec<Option<Variant>>)>;
+    let plan: Plan = vec![
+        (
+            scale(16384, 4096),
+            LADDER.iter().map(|&v| Some(v)).chain([None]).collect(),
+        ),
         (
             scale(262144, 128),
-            vec![Some(Variant::V03Online), Some(Variant::V04WarpPerRow), Some(Variant::V05RowInRegisters), None],
+            vec![
+                Some(Variant::V03Online),
+                Some(Variant::V04WarpPerRow),
+                Some(Variant::V05RowInRegisters),
+                None,
+            ],
         ),
-        (scale(2048, 32768), vec![Some(Variant::V02BlockPerRow), Some(Variant::V03Online), None]),
+        (
+            scale(2048, 32768),
+            vec![
+                Some(Variant::V02BlockPerRow),
+                Some(Variant::V03Online),
+                None,
+            ],
+        ),
     ];
     let mut out = Vec::new();
     for dt in Dtype::ALL {
@@ -414,7 +485,11 @@ pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
                     },
                     ladder: leak(format!("softmax_{}", dt.name())),
                     shape: format!("{rows}x{cols}"),
-                    note: if v.is_none() { format!("auto→{}", &shown.stem()[..3]) } else { String::new() },
+                    note: if v.is_none() {
+                        format!("auto→{}", &shown.stem()[..3])
+                    } else {
+                        String::new()
+                    },
                     cost: c,
                     torch: Some(TorchSpec {
                         op: "softmax".into(),
@@ -424,7 +499,13 @@ pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
                     prepare: Box::new(move |gpu: &Gpu| {
                         let xs = (0..rotation_sets(c.min_bytes.0, gpu.info.l2_bytes))
                             .map(|k| {
-                                let h = make_input(dt, rows, cols, Pattern::Normal, seed + 7 + k as u64);
+                                let h = make_input(
+                                    dt,
+                                    rows,
+                                    cols,
+                                    Pattern::Normal,
+                                    seed + 7 + k as u64,
+                                );
                                 Buf::upload(gpu, dt, &h)
                             })
                             .collect::<Result<Vec<_>>>()?;
@@ -453,7 +534,18 @@ mod tests {
 
     #[test]
     fn reference_contract() {
-        let y = softmax_ref(2, 3, &[0.0, 0.0, f32::NEG_INFINITY, f32::NEG_INFINITY, f32::NEG_INFINITY, f32::NEG_INFINITY]);
+        let y = softmax_ref(
+            2,
+            3,
+            &[
+                0.0,
+                0.0,
+                f32::NEG_INFINITY,
+                f32::NEG_INFINITY,
+                f32::NEG_INFINITY,
+                f32::NEG_INFINITY,
+            ],
+        );
         assert_eq!(y, vec![0.5, 0.5, 0.0, 0.0, 0.0, 0.0]);
         let y = softmax_ref(1, 2, &[1e4, -1e4]);
         assert_eq!(y, vec![1.0, 0.0]);
@@ -472,7 +564,7 @@ mod tests {
     fn row_in_registers_layout_covers_each_element_once() {
         for cols in [1u32, 2, 31, 128, 768, 1000, 4096, 4097, 16384] {
             let b = row_threads(cols);
-            assert!(b % 32 == 0 && b <= 1024 && b * ROW_ITEMS >= cols);
+            assert!(b.is_multiple_of(32) && b <= 1024 && b * ROW_ITEMS >= cols);
             for per16 in [1u32, 4, 8] {
                 if per16 > 1 && cols % per16 != 0 {
                     continue; // the kernels use the scalar layout then
@@ -508,7 +600,10 @@ mod tests {
                 assert!(ptx.contains(&format!(".entry {}(", v.entry(dt))));
             }
             for k in ["max", "sum", "normalize"] {
-                assert!(ptx.contains(&format!(".entry softmax_v01_three_kernels_{k}_{}(", dt.name())));
+                assert!(ptx.contains(&format!(
+                    ".entry softmax_v01_three_kernels_{k}_{}(",
+                    dt.name()
+                )));
             }
         }
     }

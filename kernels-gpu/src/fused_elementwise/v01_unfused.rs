@@ -34,7 +34,12 @@ mod kernels {
         if i < n {
             let i = i as usize;
             // SAFETY: i < n, the column < cols; the host passes arrays of those lengths.
-            unsafe { T::store(out.add(i), T::load(x.add(i)) * T::load(scale.add(i % cols as usize))) }
+            unsafe {
+                T::store(
+                    out.add(i),
+                    T::load(x.add(i)) * T::load(scale.add(i % cols as usize)),
+                )
+            }
         }
     }
 
@@ -44,7 +49,12 @@ mod kernels {
         if i < n {
             let i = i as usize;
             // SAFETY: as in `mul`.
-            unsafe { T::store(out.add(i), T::load(t.add(i)) + T::load(bias.add(i % cols as usize))) }
+            unsafe {
+                T::store(
+                    out.add(i),
+                    T::load(t.add(i)) + T::load(bias.add(i % cols as usize)),
+                )
+            }
         }
     }
 
@@ -102,7 +112,12 @@ mod kernels {
             }
             /// `out = t + residual`.
             #[unsafe(no_mangle)]
-            pub unsafe extern "gpu-kernel" fn $add(t: *const $t, res: *const $t, out: *mut $t, n: u32) {
+            pub unsafe extern "gpu-kernel" fn $add(
+                t: *const $t,
+                res: *const $t,
+                out: *mut $t,
+                n: u32,
+            ) {
                 // SAFETY: as above.
                 unsafe { add::<$t>(t, res, out, n) }
             }

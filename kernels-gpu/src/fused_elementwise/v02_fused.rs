@@ -37,7 +37,11 @@ mod kernels {
             let i = i as usize;
             // SAFETY: i < n and c < cols; the host passes arrays of those lengths.
             unsafe {
-                let u = math::fma(T::load(x.add(i)), T::load(scale.add(c)), T::load(bias.add(c)));
+                let u = math::fma(
+                    T::load(x.add(i)),
+                    T::load(scale.add(c)),
+                    T::load(bias.add(c)),
+                );
                 T::store(y.add(i), gelu(u, mode, math::exp2) + T::load(res.add(i)));
             }
         }

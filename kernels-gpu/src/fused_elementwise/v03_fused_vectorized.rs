@@ -55,7 +55,8 @@ mod kernels {
         unsafe {
             let vec = t < nvec && aligned16(x) && aligned16(res) && aligned16(y);
             if vec {
-                let (mut xv, mut rv, mut sv, mut bv) = ([0.0f32; 8], [0.0f32; 8], [0.0; 8], [0.0; 8]);
+                let (mut xv, mut rv, mut sv, mut bv) =
+                    ([0.0f32; 8], [0.0f32; 8], [0.0; 8], [0.0; 8]);
                 T::load16(x.add(start as usize), &mut xv);
                 T::load16(res.add(start as usize), &mut rv);
                 if cols % p == 0 && aligned16(scale) && aligned16(bias) {

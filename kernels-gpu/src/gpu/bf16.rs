@@ -104,7 +104,12 @@ impl Storage for f32 {
         unsafe {
             store16(
                 p.cast(),
-                [v[0].to_bits(), v[1].to_bits(), v[2].to_bits(), v[3].to_bits()],
+                [
+                    v[0].to_bits(),
+                    v[1].to_bits(),
+                    v[2].to_bits(),
+                    v[3].to_bits(),
+                ],
             )
         }
     }

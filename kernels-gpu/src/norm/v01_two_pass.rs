@@ -126,8 +126,28 @@ mod kernels {
         };
     }
 
-    entries!(f32, true, norm_v01_two_pass_stats_layernorm_f32, norm_v01_two_pass_apply_layernorm_f32);
-    entries!(u16, true, norm_v01_two_pass_stats_layernorm_bf16, norm_v01_two_pass_apply_layernorm_bf16);
-    entries!(f32, false, norm_v01_two_pass_stats_rmsnorm_f32, norm_v01_two_pass_apply_rmsnorm_f32);
-    entries!(u16, false, norm_v01_two_pass_stats_rmsnorm_bf16, norm_v01_two_pass_apply_rmsnorm_bf16);
+    entries!(
+        f32,
+        true,
+        norm_v01_two_pass_stats_layernorm_f32,
+        norm_v01_two_pass_apply_layernorm_f32
+    );
+    entries!(
+        u16,
+        true,
+        norm_v01_two_pass_stats_layernorm_bf16,
+        norm_v01_two_pass_apply_layernorm_bf16
+    );
+    entries!(
+        f32,
+        false,
+        norm_v01_two_pass_stats_rmsnorm_f32,
+        norm_v01_two_pass_apply_rmsnorm_f32
+    );
+    entries!(
+        u16,
+        false,
+        norm_v01_two_pass_stats_rmsnorm_bf16,
+        norm_v01_two_pass_apply_rmsnorm_bf16
+    );
 }

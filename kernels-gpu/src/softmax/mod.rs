@@ -104,15 +104,29 @@ pub(crate) mod device {
             }
             sync_threads();
             // Every warp reduces the per-warp totals itself: no broadcast barrier needed.
-            let v = if lane < nw { *smem.add(lane as usize) } else { identity };
-            if max { warp::max_f32(v) } else { warp::sum_f32(v) }
+            let v = if lane < nw {
+                *smem.add(lane as usize)
+            } else {
+                identity
+            };
+            if max {
+                warp::max_f32(v)
+            } else {
+                warp::sum_f32(v)
+            }
         }
     }
 
     /// Load this thread's `ROW_ITEMS` slots of a row (see `row_slot`); slots past the row get
     /// `fill`. `vec`: the row and all pointers are 16-byte aligned and cols % PER16 == 0.
     #[inline(always)]
-    pub unsafe fn load_row<T: Storage>(row: *const T, cols: u32, vec: bool, fill: f32, v: &mut [f32; 16]) {
+    pub unsafe fn load_row<T: Storage>(
+        row: *const T,
+        cols: u32,
+        vec: bool,
+        fill: f32,
+        v: &mut [f32; 16],
+    ) {
         let t = thread::thread_idx_x();
         let b = thread::block_dim_x();
         // SAFETY: every access is to an element < cols (row_slot), vectors whole (cols %
@@ -133,7 +147,11 @@ pub(crate) mod device {
             } else {
                 for k in 0..16 {
                     let e = k as u32 * b + t;
-                    v[k] = if e < cols { T::load(row.add(e as usize)) } else { fill };
+                    v[k] = if e < cols {
+                        T::load(row.add(e as usize))
+                    } else {
+                        fill
+                    };
                 }
             }
         }

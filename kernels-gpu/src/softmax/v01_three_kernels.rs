@@ -45,7 +45,12 @@ mod kernels {
     }
 
     #[inline(always)]
-    unsafe fn sum_kernel<T: Storage>(x: *const T, max_in: *const f32, sum_out: *mut f32, cols: u32) {
+    unsafe fn sum_kernel<T: Storage>(
+        x: *const T,
+        max_in: *const f32,
+        sum_out: *mut f32,
+        cols: u32,
+    ) {
         let r = thread::block_idx_x() as usize;
         let row = x.wrapping_add(r * cols as usize);
         let mut s = 0.0f32;

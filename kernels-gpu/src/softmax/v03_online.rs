@@ -53,14 +53,22 @@ mod kernels {
 
     /// Softmax of each row of x into y (f32).
     #[unsafe(no_mangle)]
-    pub unsafe extern "gpu-kernel" fn softmax_v03_online_f32(x: *const f32, y: *mut f32, cols: u32) {
+    pub unsafe extern "gpu-kernel" fn softmax_v03_online_f32(
+        x: *const f32,
+        y: *mut f32,
+        cols: u32,
+    ) {
         // SAFETY: forwarded from the host wrapper's checks (grid = rows).
         unsafe { run::<f32>(x, y, cols) }
     }
 
     /// Softmax of each row of x into y (bf16).
     #[unsafe(no_mangle)]
-    pub unsafe extern "gpu-kernel" fn softmax_v03_online_bf16(x: *const u16, y: *mut u16, cols: u32) {
+    pub unsafe extern "gpu-kernel" fn softmax_v03_online_bf16(
+        x: *const u16,
+        y: *mut u16,
+        cols: u32,
+    ) {
         // SAFETY: as above.
         unsafe { run::<u16>(x, y, cols) }
     }

@@ -21,7 +21,9 @@ pub const SHARED_BYTES: u32 = 32 * 4;
 mod kernels {
     use crate::gpu::bf16::{Storage, aligned16};
     use crate::gpu::{math, shared, thread};
-    use crate::softmax::device::{block_max, block_sum, exp_sub, load_row, safe_inv, safe_max, store_row};
+    use crate::softmax::device::{
+        block_max, block_sum, exp_sub, load_row, safe_inv, safe_max, store_row,
+    };
 
     #[inline(always)]
     unsafe fn run<T: Storage>(x: *const T, y: *mut T, cols: u32) {
@@ -54,14 +56,22 @@ mod kernels {
 
     /// Softmax of each row of x into y (f32), rows of up to 16384.
     #[unsafe(no_mangle)]
-    pub unsafe extern "gpu-kernel" fn softmax_v05_row_in_registers_f32(x: *const f32, y: *mut f32, cols: u32) {
+    pub unsafe extern "gpu-kernel" fn softmax_v05_row_in_registers_f32(
+        x: *const f32,
+        y: *mut f32,
+        cols: u32,
+    ) {
         // SAFETY: forwarded from the host wrapper's checks (grid = rows, block = row_threads).
         unsafe { run::<f32>(x, y, cols) }
     }
 
     /// Softmax of each row of x into y (bf16), rows of up to 16384.
     #[unsafe(no_mangle)]
-    pub unsafe extern "gpu-kernel" fn softmax_v05_row_in_registers_bf16(x: *const u16, y: *mut u16, cols: u32) {
+    pub unsafe extern "gpu-kernel" fn softmax_v05_row_in_registers_bf16(
+        x: *const u16,
+        y: *mut u16,
+        cols: u32,
+    ) {
         // SAFETY: as above.
         unsafe { run::<u16>(x, y, cols) }
     }
