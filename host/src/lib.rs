@@ -8,6 +8,7 @@
 //! - [`bench`]: timing (warm-up, CUDA events, median and spread) and the report;
 //! - [`ops`]: one file per kernel family: safe launch wrappers, CPU references, cost models,
 //!   bench cases and correctness tests for every variant;
+//! - [`peer`]: in-process peer libraries (cuBLAS), loaded at run time;
 //! - [`testing`]: GPU tests as data, run by `tests/gpu.rs`.
 
 pub mod bench;
@@ -16,6 +17,7 @@ pub mod cost;
 pub mod error;
 pub mod gpu;
 pub mod ops;
+pub mod peer;
 pub mod ptx;
 pub mod testing;
 
