@@ -246,6 +246,7 @@ pub fn sgemm(
 /// `1e-5·|want| + (K + 4)·u·(|alpha|·Σ|a·b| + |beta·c|)`: the rigorous worst case (to first
 /// order), plus ordinary f32 relative precision. Typical errors are ~√K·u·Σ|a·b|, far
 /// inside it; index bugs (a missing or doubled tile) are far outside it.
+#[allow(clippy::too_many_arguments)]
 pub fn element_ref(
     d: Dims,
     alpha: f32,

@@ -26,7 +26,7 @@ pub const THREADS: u32 = (BM / TM) * (BN / TN);
 pub const SHARED_F32: u32 = BM * BK + BK * BN;
 
 // Loads split evenly over the threads.
-const _: () = assert!((BM * BK) % THREADS == 0 && (BK * BN) % THREADS == 0);
+const _: () = assert!((BM * BK).is_multiple_of(THREADS) && (BK * BN).is_multiple_of(THREADS));
 // The epilogue's unroll! counts.
 const _: () = assert!(TM == 8 && TN == 8);
 

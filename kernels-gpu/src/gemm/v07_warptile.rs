@@ -40,9 +40,10 @@ pub const SHARED_F32: u32 = BK * LDA + BK * BN;
 const _: () = assert!((WM / WMITER / TM) * (WN / WNITER / TN) == 32);
 // The epilogue's unroll! counts.
 const _: () = assert!(WMITER == 2 && WNITER == 2);
-const _: () = assert!((BM * BK / 4) % THREADS == 0 && (BK * BN / 4) % THREADS == 0);
+const _: () =
+    assert!((BM * BK / 4).is_multiple_of(THREADS) && (BK * BN / 4).is_multiple_of(THREADS));
 // 16-byte shared reads: padded rows stay aligned, a patch is one float4 wide.
-const _: () = assert!(LDA % 4 == 0 && TM == 4 && TN == 4);
+const _: () = assert!(LDA.is_multiple_of(4) && TM == 4 && TN == 4);
 
 #[cfg(target_arch = "nvptx64")]
 mod kernels {

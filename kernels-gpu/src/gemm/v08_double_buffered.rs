@@ -48,9 +48,9 @@ pub const SHARED_F32: u32 = STAGES * STAGE_F32;
 const _: () = assert!((WM / WMITER / TM) * (WN / WNITER / TN) == 32);
 // The epilogue's unroll! counts.
 const _: () = assert!(WMITER == 2 && WNITER == 2);
-const _: () = assert!((BM * BK) % THREADS == 0 && (BK * BN / 4) % THREADS == 0);
+const _: () = assert!((BM * BK).is_multiple_of(THREADS) && (BK * BN / 4).is_multiple_of(THREADS));
 // 16-byte alignment of every stage, of B inside a stage and of the float4 reads.
-const _: () = assert!(LDA % 4 == 0 && STAGE_F32 % 4 == 0 && TM == 4 && TN == 4);
+const _: () = assert!(LDA.is_multiple_of(4) && STAGE_F32.is_multiple_of(4) && TM == 4 && TN == 4);
 
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
