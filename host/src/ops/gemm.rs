@@ -976,10 +976,11 @@ mod tests {
         );
         let mut hit = vec![0u8; STAGE_F32 as usize];
         for tid in 0..t {
-            for i in 0..bm * bk / t {
-                let idx = tid + i * t;
-                let (r, cc) = (idx / bk, idx % bk);
-                hit[cc * lda + r] += 1;
+            // A: row tid % BM, a run of BM·BK/THREADS consecutive k.
+            let run = bm * bk / t;
+            for j in 0..run {
+                let (r, kk) = (tid % bm, (tid / bm) * run + j);
+                hit[kk * lda + r] += 1;
             }
             for i in 0..bk * bn / 4 / t {
                 let idx = tid + i * t;

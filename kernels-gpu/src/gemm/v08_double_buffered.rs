@@ -10,9 +10,10 @@
 //!   operand zero-fills the missing part. Rows not 16-byte aligned (N % 4 != 0) fall back to
 //!   4-byte copies.
 //! - A: stored transposed (`As[k][m]`, row stride LDA = BM + 4), which a 16-byte copy cannot
-//!   do, so A moves with 4-byte `cp.async.ca` (eight per thread per tile; consecutive lanes
-//!   take consecutive k of one row, so the global reads stay coalesced, and the pad keeps
-//!   the shared writes to 2-way conflicts). Out-of-range elements are zero-filled.
+//!   do, so A moves with 4-byte `cp.async.ca` (eight per thread per tile: eight consecutive
+//!   k of one row, from one row pointer; lanes take consecutive rows, so the shared writes
+//!   are conflict-free and the row's sectors are reused from L1). Out-of-range elements are
+//!   zero-filled.
 //!
 //! Pipeline: load(0); for each tile: issue load(next) into the other stage, wait for the
 //! current one (`cp.async.wait_group 1`), barrier, compute, barrier.
@@ -49,6 +50,8 @@ const _: () = assert!((WM / WMITER / TM) * (WN / WNITER / TN) == 32);
 // The epilogue's unroll! counts.
 const _: () = assert!(WMITER == 2 && WNITER == 2);
 const _: () = assert!((BM * BK).is_multiple_of(THREADS) && (BK * BN / 4).is_multiple_of(THREADS));
+// A's copy mapping: THREADS is a whole number of BM-thread row sets.
+const _: () = assert!(THREADS.is_multiple_of(BM) && BK.is_multiple_of(THREADS / BM));
 // 16-byte alignment of every stage, of B inside a stage and of the float4 reads.
 const _: () = assert!(LDA.is_multiple_of(4) && STAGE_F32.is_multiple_of(4) && TM == 4 && TN == 4);
 
@@ -60,6 +63,7 @@ mod kernels {
     use crate::gpu::async_copy::{
         commit_group, copy_4_zfill, copy_16_zfill, shared_addr, wait_group,
     };
+    use crate::gpu::vector::F32x4;
     use crate::gpu::{math, shared, sync_threads, thread, warp};
 
     const BMU: usize = BM as usize;
@@ -67,6 +71,8 @@ mod kernels {
     const BKU: usize = BK as usize;
     const LDAU: usize = LDA as usize;
     const T: usize = THREADS as usize;
+    /// Consecutive k of one A row that one thread copies per tile.
+    const A_RUN: u32 = BM * BK / THREADS;
 
     /// Issue the copies of the tiles at `k0` into the stage starting at shared address
     /// `stage` (bytes), and commit them as one group.
@@ -92,17 +98,19 @@ mod kernels {
         // SAFETY: every copy reads only in-bounds elements (src size 0 otherwise, with the
         // address clamped to the matrix start) and writes inside the stage.
         unsafe {
-            for i in 0..BMU * BKU / T {
-                let idx = t as usize + i * T;
-                let (r, cc) = ((idx / BKU) as u32, (idx % BKU) as u32);
-                let ok = bm0 + r < m && k0 + cc < k;
-                let src = if ok {
-                    a.add(at(bm0 + r, k, k0 + cc))
-                } else {
-                    a
-                };
-                let dst = stage + 4 * (cc * LDA + r);
-                copy_4_zfill(dst, src, if ok { 4 } else { 0 });
+            // A: thread t copies row `t % BM`, the A_RUN consecutive k from
+            // `(t / BM)·A_RUN`: one row pointer serves all its copies. A warp's lanes take
+            // 32 consecutive rows at one k, so the transposed shared writes are
+            // conflict-free; the global reads of one row's k share sectors through L1.
+            let r = t % BM;
+            let kb = (t / BM) * A_RUN;
+            let row_ok = bm0 + r < m;
+            let a_row = if row_ok { a.add(at(bm0 + r, k, 0)) } else { a };
+            for j in 0..A_RUN {
+                let kk = kb + j;
+                let ok = row_ok && k0 + kk < k;
+                let src = if ok { a_row.add((k0 + kk) as usize) } else { a };
+                copy_4_zfill(stage + 4 * (kk * LDA + r), src, if ok { 4 } else { 0 });
             }
             let bs = stage + 4 * BK * LDA;
             if b_vec {
@@ -157,7 +165,8 @@ mod kernels {
         const TMU: usize = TM as usize;
         const TNU: usize = TN as usize;
         const STAGE: usize = STAGE_F32 as usize;
-        let smem = shared::dynamic_shared_mem::<f32>();
+        // Asked for as F32x4 so the shared block is declared 16-byte aligned (float4 access).
+        let smem = shared::dynamic_shared_mem::<F32x4>() as *mut f32;
         let smem_addr = shared_addr(smem);
         let t = thread::thread_idx_x();
         let (bm0, bn0) = (thread::block_idx_y() * BM, thread::block_idx_x() * BN);
