@@ -70,16 +70,16 @@ impl Cublas {
     /// Open libcublas and create a handle in the current context (create the `Gpu` first).
     /// `Err` carries why, for the report's peer column.
     pub fn load() -> std::result::Result<Cublas, String> {
-        let mut tried = Vec::new();
+        let mut last = String::new();
         for &name in CANDIDATES {
             // SAFETY: loading libcublas runs its initializers, which have no preconditions.
             match unsafe { Library::new(name) } {
                 Ok(lib) => return Self::from_library(lib, name),
-                Err(e) => tried.push(format!("{name}: {e}")),
+                Err(e) => last = e.to_string(),
             }
         }
         Err(format!(
-            "cuBLAS not found (tried {}; set LD_LIBRARY_PATH to its folder)",
+            "cuBLAS not found (tried {}; last error: {last}). Put its folder on LD_LIBRARY_PATH",
             CANDIDATES.join(", ")
         ))
     }
