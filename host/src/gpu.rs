@@ -209,6 +209,12 @@ impl Gpu {
         )
     }
 
+    /// The raw `CUstream` of this Gpu's stream, for peer libraries (cuBLAS) that must be
+    /// ordered with rooflab's launches. Valid as long as the Gpu lives.
+    pub fn raw_stream(&self) -> *mut c_void {
+        self.stream.as_inner().cast()
+    }
+
     /// (free, total) device memory in bytes.
     pub fn memory_info(&self) -> Result<(u64, u64)> {
         let (free, total) = cust::memory::mem_get_info().cuda("cuMemGetInfo")?;

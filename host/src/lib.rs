@@ -11,6 +11,7 @@
 //! - [`bench`]: timing (warm-up, CUDA events, median and spread) and the report;
 //! - [`ops`]: one file per kernel family: safe launch wrappers, CPU references, cost models,
 //!   bench cases and correctness tests for every variant;
+//! - [`peer`]: in-process peer libraries (cuBLAS), loaded at run time;
 //! - [`testing`]: GPU tests as data, run by `tests/gpu.rs`.
 
 pub mod bench;
@@ -20,6 +21,7 @@ pub mod cost;
 pub mod error;
 pub mod gpu;
 pub mod ops;
+pub mod peer;
 pub mod plot;
 pub mod ptx;
 pub mod roofline;
