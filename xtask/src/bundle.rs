@@ -9,6 +9,7 @@
 //!   gpu-tests          release `gpu` integration test binary (libtest-mimic)
 //!   ptx/sm_XX.ptx      the PTX, for reading and for ncu/cuobjdump
 //!   ptxas-report.txt   `ptxas -v` output and the per-kernel table
+//!   torch_peer.py      the PyTorch peer script for `--peer torch`
 //!   run-all            runs the tests (optionally under compute-sanitizer), then the bench
 //! ```
 
@@ -75,6 +76,11 @@ pub fn run() -> Result<()> {
     fs::create_dir_all(dir.join("ptx"))?;
     copy(&bench, &dir.join("rooflab-bench"))?;
     copy(&gpu_tests, &dir.join("gpu-tests"))?;
+    // The PyTorch peer (`rooflab-bench --peer torch` looks next to itself).
+    copy(
+        &util::workspace().join("host/peer/torch_peer.py"),
+        &dir.join("torch_peer.py"),
+    )?;
     for r in &reports {
         if r.ptx.exists() {
             copy(&r.ptx, &dir.join("ptx").join(format!("{}.ptx", r.arch)))?;

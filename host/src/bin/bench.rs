@@ -14,6 +14,8 @@ use rooflab::bench::{self, KernelResources, Report, Reps, Row};
 use rooflab::roofline::{self, Roofs};
 use rooflab::{Error, Gpu, ceilings, ops, plot};
 
+mod torch_peer;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "rooflab-bench",
@@ -48,6 +50,10 @@ struct Args {
     /// With --compare: flag rows more than this many percent slower.
     #[arg(long, default_value_t = 10.0)]
     regress_pct: f64,
+    /// Time the same ops in PyTorch (eager, CUDA events, its own process) and add a peer
+    /// column: `--peer torch`. Needs `python3` with torch; otherwise the column says so.
+    #[arg(long, value_parser = ["torch"])]
+    peer: Option<String>,
     /// ptxas resource report (JSON written by `cargo xtask bench`).
     #[arg(long)]
     ptxas_report: Option<PathBuf>,
@@ -257,6 +263,15 @@ fn main() -> ExitCode {
         }
     }
     let measured = gpu.is_some();
+    if measured && args.peer.is_some() {
+        // Rows follow the cases one to one (unless a fault stopped the run early).
+        let specs: Vec<_> = cases
+            .iter()
+            .map(|c| c.torch.clone())
+            .take(rows.len())
+            .collect();
+        torch_peer::fill(&mut rows, &specs);
+    }
     bench::relate(&mut rows, Some(&roofs));
     let arch = gpu.as_ref().map(|g| g.info.ptx_arch).unwrap_or("sm_90");
     bench::attach_resources(&mut rows, &resources, arch);
