@@ -57,6 +57,8 @@ struct Args {
     /// List families and variants, then exit.
     #[arg(long)]
     list: bool,
+    #[command(flatten)]
+    lab: rooflab::lab::LabArgs,
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {
@@ -111,6 +113,9 @@ fn other_gpu_processes() -> Vec<String> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if let Some(code) = args.lab.run(args.size, &args.device) {
+        return code;
+    }
     let seed = rooflab::check::seed();
 
     for f in &args.family {
