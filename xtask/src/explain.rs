@@ -405,8 +405,10 @@ fn mark(line: &str, colour: bool) -> String {
     }
 }
 
-/// The loops of an entry body, highlighted; a loop-free kernel is shown whole (up to 80
-/// lines) since then every instruction runs once per thread.
+const STRAIGHT_MAX: usize = 160;
+
+/// The loops of an entry body, highlighted; a loop-free kernel is shown whole (up to
+/// `STRAIGHT_MAX` lines, else its marked lines only) since every instruction runs once.
 pub fn show_loops(body: &[String], colour: bool) -> String {
     let mut s = String::new();
     let ls = loops(body);
@@ -417,11 +419,15 @@ pub fn show_loops(body: &[String], colour: bool) -> String {
             "no loop (no backward branch): straight-line kernel, {} lines, {n_marked} marked",
             body.len()
         );
-        for l in body.iter().take(80) {
-            let _ = writeln!(s, "{}", mark(l, colour));
-        }
-        if body.len() > 80 {
-            let _ = writeln!(s, "   ... ({} more lines)", body.len() - 80);
+        if body.len() <= STRAIGHT_MAX {
+            for l in body {
+                let _ = writeln!(s, "{}", mark(l, colour));
+            }
+        } else {
+            let _ = writeln!(s, "(long: only the marked lines, with their line numbers)");
+            for (i, l) in body.iter().enumerate().filter(|(_, l)| highlighted(l)) {
+                let _ = writeln!(s, "{:>5} {}", i + 1, mark(l, colour));
+            }
         }
         return s;
     }
@@ -472,9 +478,13 @@ pub fn measured_rows(path: &Path, name: &str) -> Result<String> {
     for r in rows {
         let _ = writeln!(
             s,
-            "{} {}: median {} µs (spread {} %), {} GB/s, {} TFLOP/s, {} % of roof, {}x vs v01 (model {}x){}",
-            r["shape"].as_str().unwrap_or(""),
-            r["note"].as_str().unwrap_or(""),
+            "{}: median {} µs (spread {} %), {} GB/s, {} TFLOP/s, {} % of roof, {}x vs v01 (model {}x){}",
+            format!(
+                "{} {}",
+                r["shape"].as_str().unwrap_or(""),
+                r["note"].as_str().unwrap_or("")
+            )
+            .trim(),
             f(r, "median_us", 1),
             f(r, "spread_pct", 1),
             f(r, "gbps", 0),
