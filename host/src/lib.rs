@@ -12,17 +12,23 @@
 //! - [`ops`]: one file per kernel family: safe launch wrappers, CPU references, cost models,
 //!   bench cases and correctness tests for every variant;
 //! - [`peer`]: in-process peer libraries (cuBLAS), loaded at run time;
-//! - [`testing`]: GPU tests as data, run by `tests/gpu.rs`.
+//! - [`testing`]: GPU tests as data, run by `tests/gpu.rs`;
+//! - [`lab`]: the guided lab's modes: [`explain`] (cost model of one case), [`docs`] (the
+//!   guide's generated tables and plots), [`profile`] (one launch under Nsight Compute).
 
 pub mod bench;
 pub mod ceilings;
 pub mod check;
 pub mod cost;
+pub mod docs;
 pub mod error;
+pub mod explain;
 pub mod gpu;
+pub mod lab;
 pub mod ops;
 pub mod peer;
 pub mod plot;
+pub mod profile;
 pub mod ptx;
 pub mod roofline;
 pub mod testing;

@@ -11,6 +11,7 @@
 //!   ptxas-report.txt   `ptxas -v` output and the per-kernel table
 //!   torch_peer.py      the PyTorch peer script for `--peer torch`
 //!   run-all            runs the tests (optionally under compute-sanitizer), then the bench
+//!   profile            one variant under Nsight Compute (`./profile --help`)
 //! ```
 
 use std::fs;
@@ -18,7 +19,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
-use crate::{deps, ptxas, run_all, util};
+use crate::{deps, lab, ptxas, run_all, util};
 
 /// The transfer limit is 64 MiB; keep a margin.
 const MAX_BUNDLE_BYTES: u64 = 60 * 1024 * 1024;
@@ -92,6 +93,8 @@ pub fn run() -> Result<()> {
     )?;
     fs::write(dir.join("run-all"), run_all::SCRIPT)?;
     set_executable(&dir.join("run-all"))?;
+    fs::write(dir.join("profile"), lab::PROFILE_SCRIPT)?;
+    set_executable(&dir.join("profile"))?;
 
     let mut total = 0;
     for (path, size) in files(&dir)? {

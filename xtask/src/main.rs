@@ -7,6 +7,8 @@
 mod bench;
 mod bundle;
 mod deps;
+mod explain;
+mod lab;
 mod ptxas;
 mod run_all;
 mod test;
@@ -47,6 +49,26 @@ enum Cmd {
     },
     /// Build target/bundle/: binaries, PTX and a `run-all` script to ship to the GPU machine.
     Bundle,
+    /// One variant on one screen: source header, constants, cost model, ptxas, occupancy, PTX.
+    Explain(explain::Args),
+    /// The guide's generated tables and plots (docs/generated/, chapter markers) from a bench.json.
+    Report {
+        /// A bench.json from `cargo xtask bench` / the bundle's run-all.
+        results: std::path::PathBuf,
+        /// The guide's folder (default: the workspace's docs/).
+        #[arg(long)]
+        docs: Option<std::path::PathBuf>,
+    },
+    /// One launch of a variant under Nsight Compute, next to the cost model (GPU machine).
+    Profile {
+        /// `family/variant`, e.g. `memory/v03_vectorized_copy`.
+        name: Option<String>,
+        #[arg(long)]
+        size: Option<String>,
+        /// Only check that ncu knows rooflab's metrics on this GPU.
+        #[arg(long)]
+        check_metrics: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -62,6 +84,13 @@ fn main() -> ExitCode {
         }),
         Cmd::Bench { args } => bench::run(&args).map(ExitCode::from),
         Cmd::Bundle => bundle::run().map(|()| ExitCode::SUCCESS),
+        Cmd::Explain(args) => explain::run(&args).map(ExitCode::from),
+        Cmd::Report { results, docs } => lab::report(&results, docs.as_deref()).map(ExitCode::from),
+        Cmd::Profile {
+            name,
+            size,
+            check_metrics,
+        } => lab::profile(name.as_deref(), size.as_deref(), check_metrics).map(ExitCode::from),
     };
     result.unwrap_or_else(|e| {
         eprintln!("{} {e:#}", util::bad("xtask: error:"));

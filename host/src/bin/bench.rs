@@ -28,7 +28,8 @@ struct Args {
     /// Only variants whose name contains this text (repeatable), e.g. `v03` or `v02_coalesced_copy`.
     #[arg(long)]
     variant: Vec<String>,
-    /// Problem size for every family (elements for `memory`), e.g. 1048576, 2^20, 16M.
+    /// Problem size for every family, e.g. 1048576, 2^20, 16M: elements for memory and
+    /// reduce and the row-wise families (rows = size / columns), M = N = K for gemm.
     #[arg(long, value_parser = parse_size)]
     size: Option<u64>,
     /// Smaller sizes and fewer repetitions (a smoke run).
@@ -63,6 +64,8 @@ struct Args {
     /// List families and variants, then exit.
     #[arg(long)]
     list: bool,
+    #[command(flatten)]
+    lab: rooflab::lab::LabArgs,
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {
@@ -117,6 +120,9 @@ fn other_gpu_processes() -> Vec<String> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if let Some(code) = args.lab.run(args.size, &args.device) {
+        return code;
+    }
     let seed = rooflab::check::seed();
 
     for f in &args.family {

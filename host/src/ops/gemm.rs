@@ -458,7 +458,7 @@ pub fn check(
     let got_all = dc.to_host()?;
     let got = &got_all[off..];
     let c_in = (beta != 0.0).then_some(&c0[..]);
-    let macs = d.m * d.n * d.k;
+    let macs = d.m.saturating_mul(d.n).saturating_mul(d.k);
     let res = if macs <= FULL_CHECK_MAX_MACS {
         let (want, bound) = gemm_ref(d, alpha, &a, &b, beta, c_in);
         let idx: Vec<usize> = (0..d.m * d.n).collect();
@@ -591,10 +591,16 @@ impl Workload for GemmWork {
     }
 }
 
+/// The largest `--size` gemm takes as its square dimension.
+pub const MAX_BENCH_DIM: u64 = 65536;
+
 /// Bench shapes. v01/v02 run only up to 2048², v03/v04 up to 4096² and the tall-skinny
 /// shape: at 8192³ they would take seconds per launch and dominate the run.
 pub fn bench_shapes(quick: bool, size: Option<u64>) -> Vec<(Dims, Variant)> {
     let mut shapes: Vec<Dims> = match size {
+        // --size is M = N = K here; past 65536 the three matrices would not fit a GPU's
+        // memory (a size meant for the elementwise families), so gemm sits that run out.
+        Some(s) if s > MAX_BENCH_DIM => vec![],
         Some(s) => vec![Dims::new(s as usize, s as usize, s as usize)],
         None if quick => vec![Dims::new(1024, 1024, 1024), Dims::new(2048, 2048, 2048)],
         None => [1024, 2048, 4096, 8192]
@@ -608,7 +614,7 @@ pub fn bench_shapes(quick: bool, size: Option<u64>) -> Vec<(Dims, Variant)> {
     shapes
         .into_iter()
         .map(|d| {
-            let macs = d.m * d.n * d.k;
+            let macs = d.m.saturating_mul(d.n).saturating_mul(d.k);
             let first = if macs > 4096 * 4096 * 4096 {
                 Variant::V05Blocktile2d
             } else if macs > 2048 * 2048 * 2048 {

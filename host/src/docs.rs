@@ -1,0 +1,437 @@
+//! The guide's generated parts, from one bench.json (`rooflab-bench --render RESULTS --docs
+//! DIR`, run by `cargo xtask report`):
+//!
+//! - `DIR/generated/<family>.md`: the family's rows (the key columns);
+//! - `DIR/generated/ceilings.md`: the measured ceilings and the roofs;
+//! - `DIR/generated/roofline.svg`, `DIR/generated/bars-<family>.svg`;
+//! - in every `DIR/*.md`, the text between `<!-- rooflab:table NAME -->` and
+//!   `<!-- /rooflab:table -->` is replaced by the table `NAME` (a family, or `ceilings`).
+//!
+//! Every file states the run's date, device, driver and clocks, so a table is never read
+//! without knowing where it was measured. Nothing here is typed by hand.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use crate::bench::{Report, Row};
+use crate::error::{Error, Result};
+use crate::plot;
+use crate::roofline::{Bound, Roofs};
+
+pub const MARK_OPEN: &str = "<!-- rooflab:table ";
+pub const MARK_CLOSE: &str = "<!-- /rooflab:table -->";
+
+/// One line saying where and when the numbers come from.
+pub fn stamp(report: &Report) -> String {
+    let dev = report.device.as_ref();
+    let get = |k: &str| dev.and_then(|d| d.get(k));
+    let name = get("name")
+        .and_then(|v| v.as_str())
+        .unwrap_or("unknown GPU");
+    let driver = get("driver_cuda_version")
+        .and_then(|v| v.as_i64())
+        .map_or("?".to_string(), |v| {
+            format!("{}.{}", v / 1000, v % 1000 / 10)
+        });
+    let mhz = |k: &str| {
+        get(k)
+            .and_then(|v| v.as_u64())
+            .map_or("?".to_string(), |v| v.to_string())
+    };
+    if report.measured {
+        format!(
+            "Measured {} UTC on {name} (driver CUDA {driver}, SM clock {} MHz, memory clock {} MHz), rooflab {}.",
+            report.date_utc,
+            mhz("sm_clock_mhz"),
+            mhz("memory_clock_mhz"),
+            report.rooflab_version
+        )
+    } else {
+        format!(
+            "Predicted {} UTC without a GPU ({}), rooflab {}: not a measurement.",
+            report.date_utc,
+            report.note.as_deref().unwrap_or("datasheet roofs"),
+            report.rooflab_version
+        )
+    }
+}
+
+/// Families with rows in the report, in the bench's order (unknown ones after).
+pub fn families(report: &Report) -> Vec<String> {
+    let mut out: Vec<String> = crate::ops::family_names()
+        .into_iter()
+        .filter(|f| report.rows.iter().any(|r| r.family == *f))
+        .map(str::to_string)
+        .collect();
+    for r in &report.rows {
+        if !out.contains(&r.family) {
+            out.push(r.family.clone());
+        }
+    }
+    out
+}
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or("-".into(), |x| format!("{x:.digits$}"))
+}
+
+/// A Markdown cell: pipes escaped.
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+/// The family's rows as a Markdown table (no stamp).
+pub fn family_table(rows: &[Row], family: &str) -> String {
+    let mine: Vec<&Row> = rows.iter().filter(|r| r.family == family).collect();
+    if mine.is_empty() {
+        return format!("_No `{family}` rows in this run._\n");
+    }
+    let mut s = String::new();
+    s.push_str(
+        "| variant | shape | AI F/B | bound | floor µs | model floor µs | median µs | spread % | GB/s | TFLOP/s | % of roof | vs v01 | model vs v01 | regs | % of peer |\n",
+    );
+    s.push_str("|---|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    for r in mine {
+        let shape = if r.note.is_empty() {
+            r.shape.clone()
+        } else {
+            format!("{} {}", r.shape, r.note)
+        };
+        let a = r.accounting;
+        let median = match (r.median_us, &r.error) {
+            (Some(m), _) => format!("{m:.1}"),
+            (None, Some(e)) if e == "needs a GPU" => "-".into(),
+            (None, Some(e)) => format!("FAILED: {e}"),
+            (None, None) => "-".into(),
+        };
+        let x = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}x"));
+        let _ = writeln!(
+            s,
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.variant,
+            cell(&shape),
+            opt(a.map(|a| a.intensity), 2),
+            a.map_or("-", |a| match a.bound {
+                Bound::Memory => "memory",
+                Bound::Compute => "compute",
+            }),
+            opt(a.map(|a| a.floor_us), 1),
+            opt(a.map(|a| a.variant_floor_us), 1),
+            cell(&median),
+            opt(r.spread_pct, 1),
+            opt(r.gbps, 0),
+            opt(r.tflops, 2),
+            opt(r.pct_of_roof, 1),
+            x(r.speedup_vs_v01),
+            x(r.predicted_speedup_vs_v01),
+            r.registers.map_or("-".into(), |v| v.to_string()),
+            opt(r.pct_of_peer, 1),
+        );
+    }
+    s
+}
+
+fn roofs_line(roofs: &Roofs) -> String {
+    let o = |v: Option<f64>, unit: &str| v.map_or("-".into(), |v| format!("{v:.0} {unit}"));
+    format!(
+        "Roofs: DRAM {:.0} GB/s, L2 {}, shared {}, FP32 {:.1} TFLOP/s, launch {} ({}).\n",
+        roofs.dram_gbps,
+        o(roofs.l2_gbps, "GB/s"),
+        o(roofs.smem_gbps, "GB/s"),
+        roofs.fp32_gflops / 1e3,
+        roofs.launch_us.map_or("-".into(), |v| format!("{v:.2} µs")),
+        roofs.origin
+    )
+}
+
+/// The ceilings and roofs as Markdown (no stamp).
+pub fn ceilings_table(report: &Report) -> String {
+    let mut s = String::new();
+    match &report.ceilings {
+        Some(c) => {
+            s.push_str(
+                "| resource | how | value | spread % | datasheet | % of datasheet | roof |\n",
+            );
+            s.push_str("|---|---|--:|--:|--:|--:|---|\n");
+            for r in &c.rows {
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {:.1} {} | {:.1} | {} | {} | {} |",
+                    r.resource,
+                    cell(&r.how),
+                    r.value,
+                    r.unit,
+                    r.spread_pct,
+                    opt(r.vendor, 0),
+                    opt(r.pct_of_vendor, 1),
+                    if r.is_roof { "yes" } else { "" }
+                );
+            }
+        }
+        None => s.push_str("_No ceilings were measured in this run._\n"),
+    }
+    if let Some(roofs) = &report.roofs {
+        s.push('\n');
+        s.push_str(&roofs_line(roofs));
+    }
+    s
+}
+
+/// The table a marker names, with its stamp.
+fn marker_body(report: &Report, name: &str) -> String {
+    let table = if name == "ceilings" {
+        ceilings_table(report)
+    } else {
+        family_table(&report.rows, name)
+    };
+    format!(
+        "\n_{}_ Generated by `cargo xtask report`; do not edit.\n\n{table}",
+        stamp(report)
+    )
+}
+
+/// Replace the body of every `<!-- rooflab:table NAME -->` ... `<!-- /rooflab:table -->`.
+pub fn fill_markers(text: &str, report: &Report) -> Result<String> {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find(MARK_OPEN) {
+        let after = &rest[i + MARK_OPEN.len()..];
+        let Some(end_name) = after.find("-->") else {
+            return Err(Error::Other(format!("unterminated `{MARK_OPEN}` marker")));
+        };
+        let name = after[..end_name].trim();
+        let body_start = &after[end_name + 3..];
+        let Some(close) = body_start.find(MARK_CLOSE) else {
+            return Err(Error::Other(format!(
+                "marker `{MARK_OPEN}{name} -->` has no `{MARK_CLOSE}`"
+            )));
+        };
+        out.push_str(&rest[..i]);
+        let _ = write!(out, "{MARK_OPEN}{name} -->");
+        out.push_str(&marker_body(report, name));
+        out.push_str(MARK_CLOSE);
+        rest = &body_start[close + MARK_CLOSE.len()..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// XML-escape for SVG text.
+fn xml(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// Add the stamp as a last line of text in an SVG written by [`plot`].
+fn stamp_svg(path: &Path, stamp: &str) -> Result<()> {
+    let io = |e: std::io::Error| Error::Other(format!("{}: {e}", path.display()));
+    let text = std::fs::read_to_string(path).map_err(io)?;
+    let Some(end) = text.rfind("</svg>") else {
+        return Err(Error::Other(format!("{} is not an SVG", path.display())));
+    };
+    let line = format!(
+        "<text x=\"8\" y=\"14\" font-family=\"sans-serif\" font-size=\"11\" fill=\"#555555\">{}</text>\n",
+        xml(stamp)
+    );
+    std::fs::write(path, format!("{}{line}{}", &text[..end], &text[end..])).map_err(io)
+}
+
+fn write(path: &Path, text: &str, written: &mut Vec<PathBuf>) -> Result<()> {
+    crate::bench::atomic_write(path, text.as_bytes())
+        .map_err(|e| Error::Other(format!("writing {}: {e}", path.display())))?;
+    written.push(path.to_path_buf());
+    Ok(())
+}
+
+/// Render everything into `docs`; returns the files written (generated ones, then chapters
+/// whose markers changed).
+pub fn render(report: &Report, docs: &Path) -> Result<Vec<PathBuf>> {
+    let gen_dir = docs.join("generated");
+    std::fs::create_dir_all(&gen_dir)
+        .map_err(|e| Error::Other(format!("creating {}: {e}", gen_dir.display())))?;
+    let stamp = stamp(report);
+    let mut written = Vec::new();
+    let head = |title: &str| {
+        format!("# {title}\n\n_{stamp}_ Generated by `cargo xtask report`; do not edit.\n\n")
+    };
+
+    for f in families(report) {
+        let text = format!(
+            "{}{}",
+            head(&format!("`{f}`: measured ladder")),
+            family_table(&report.rows, &f)
+        );
+        write(&gen_dir.join(format!("{f}.md")), &text, &mut written)?;
+        let svg = gen_dir.join(format!("bars-{f}.svg"));
+        plot::family_bars(&svg, &report.rows, &f, report.measured)?;
+        stamp_svg(&svg, &stamp)?;
+        written.push(svg);
+    }
+    let text = format!("{}{}", head("Ceilings and roofs"), ceilings_table(report));
+    write(&gen_dir.join("ceilings.md"), &text, &mut written)?;
+    if let Some(roofs) = &report.roofs
+        && !report.rows.is_empty()
+    {
+        let svg = gen_dir.join("roofline.svg");
+        let title = if report.measured {
+            "rooflab roofline (measured)"
+        } else {
+            "rooflab roofline (predicted, no GPU)"
+        };
+        plot::roofline(&svg, &report.rows, roofs, title)?;
+        stamp_svg(&svg, &stamp)?;
+        written.push(svg);
+    }
+
+    // The chapters' markers.
+    let mut chapters: Vec<PathBuf> = std::fs::read_dir(docs)
+        .map_err(|e| Error::Other(format!("reading {}: {e}", docs.display())))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    chapters.sort();
+    for p in chapters {
+        let old = std::fs::read_to_string(&p)
+            .map_err(|e| Error::Other(format!("reading {}: {e}", p.display())))?;
+        let new = fill_markers(&old, report)
+            .map_err(|e| Error::Other(format!("{}: {e}", p.display())))?;
+        if new != old {
+            write(&p, &new, &mut written)?;
+        }
+    }
+    Ok(written)
+}
+
+/// The `--render` mode.
+pub fn run(json: &Path, docs: &Path) -> ExitCode {
+    let report = match std::fs::read_to_string(json)
+        .map_err(|e| e.to_string())
+        .and_then(|t| serde_json::from_str::<Report>(&t).map_err(|e| e.to_string()))
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!(
+                "rooflab: --render {}: not a bench.json: {e}",
+                json.display()
+            );
+            return ExitCode::from(2);
+        }
+    };
+    if !report.measured {
+        eprintln!(
+            "rooflab: note: {} is a predicted report (no GPU); the guide's tables will say so",
+            json.display()
+        );
+    }
+    match render(&report, docs) {
+        Ok(files) => {
+            println!("{}", stamp(&report));
+            for f in files {
+                println!("  wrote {}", f.display());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("rooflab: --render: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn testdata() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .unwrap()
+            .join("docs")
+            .join("testdata")
+    }
+
+    fn all_files(dir: &Path, base: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                all_files(&p, base, out);
+            } else {
+                out.push(p.strip_prefix(base).unwrap().to_path_buf());
+            }
+        }
+    }
+
+    /// Regenerates from `docs/testdata/sample-bench.json` (plus a chapter with markers) and
+    /// compares every file with `docs/testdata/expected/`. After an intended change to the
+    /// output: `ROOFLAB_BLESS=1 cargo test -p rooflab docs::` and review the diff.
+    #[test]
+    fn render_matches_golden_files() {
+        let td = testdata();
+        let report: Report =
+            serde_json::from_str(&std::fs::read_to_string(td.join("sample-bench.json")).unwrap())
+                .unwrap();
+        let dir = std::env::temp_dir().join(format!("rooflab-docs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(td.join("sample-chapter.md"), dir.join("sample-chapter.md")).unwrap();
+        render(&report, &dir).unwrap();
+        // Rendering again changes nothing (markers are replaced, not appended to).
+        let again = render(&report, &dir).unwrap();
+        assert!(!again.iter().any(|p| p.ends_with("sample-chapter.md")));
+
+        let expected = td.join("expected");
+        if std::env::var_os("ROOFLAB_BLESS").is_some() {
+            let _ = std::fs::remove_dir_all(&expected);
+            let mut got = Vec::new();
+            all_files(&dir, &dir, &mut got);
+            for f in got {
+                std::fs::create_dir_all(expected.join(&f).parent().unwrap()).unwrap();
+                std::fs::copy(dir.join(&f), expected.join(&f)).unwrap();
+            }
+        }
+        let (mut got, mut want) = (Vec::new(), Vec::new());
+        all_files(&dir, &dir, &mut got);
+        all_files(&expected, &expected, &mut want);
+        got.sort();
+        want.sort();
+        assert_eq!(got, want, "the same files");
+        for f in &want {
+            let g = std::fs::read_to_string(dir.join(f)).unwrap();
+            let w = std::fs::read_to_string(expected.join(f)).unwrap();
+            assert!(
+                g == w,
+                "{} differs from the golden file (ROOFLAB_BLESS=1 to update)",
+                f.display()
+            );
+        }
+        let chapter = std::fs::read_to_string(dir.join("sample-chapter.md")).unwrap();
+        assert!(chapter.contains("Measured 2026-12-02"), "{chapter}");
+        assert!(chapter.contains("| `v03_vectorized_copy` |"), "{chapter}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn markers_need_a_close() {
+        let r = Report {
+            rooflab_version: "0".into(),
+            date_utc: "d".into(),
+            device: None,
+            measured: false,
+            ceilings: None,
+            roofs: None,
+            rows: vec![],
+            note: None,
+        };
+        assert!(fill_markers("a <!-- rooflab:table memory --> b", &r).is_err());
+        let t = fill_markers(
+            "a\n<!-- rooflab:table gemm -->old<!-- /rooflab:table -->\nz",
+            &r,
+        )
+        .unwrap();
+        assert!(t.contains("_No `gemm` rows in this run._") && !t.contains("old"));
+        assert!(t.starts_with("a\n") && t.ends_with("\nz"));
+        assert!(stamp(&r).starts_with("Predicted d UTC"));
+    }
+}

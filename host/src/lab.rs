@@ -1,0 +1,65 @@
+//! The guided lab's modes of `rooflab-bench`: `--explain`, `--render`, `--profile-one`,
+//! `--ncu`, `--check-metrics`. Flattened into the bench's arguments; [`LabArgs::run`] handles
+//! them before the bench proper starts (it returns `None` when none was asked for).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::{docs, explain, profile};
+
+#[derive(clap::Args, Debug, Default)]
+pub struct LabArgs {
+    /// Print one case's shape, cost model and predicted floor on `--device`, then exit
+    /// (no GPU needed). NAME is `family/variant`, e.g. `memory/v03_vectorized_copy`.
+    #[arg(long, value_name = "NAME")]
+    pub explain: Option<String>,
+    /// Render the guide's generated files (Markdown tables, SVG plots) from a bench.json into
+    /// `--docs`, and fill the `<!-- rooflab:table ... -->` markers of its chapters.
+    #[arg(long, value_name = "RESULTS_JSON")]
+    pub render: Option<PathBuf>,
+    /// The guide's folder for `--render`.
+    #[arg(long, default_value = "docs")]
+    pub docs: PathBuf,
+    /// Warm up, then run exactly one launch of NAME between cuProfilerStart/cuProfilerStop
+    /// (what `--ncu` runs under Nsight Compute).
+    #[arg(long, value_name = "NAME")]
+    pub profile_one: Option<String>,
+    /// Profile one launch of NAME under Nsight Compute (`ncu`) with rooflab's metric set and
+    /// print it next to the cost model.
+    #[arg(long, value_name = "NAME")]
+    pub ncu: Option<String>,
+    /// With `--ncu`/`--check-metrics`: the ncu executable (default: PATH, then
+    /// /usr/local/cuda/bin/ncu).
+    #[arg(long, value_name = "PATH")]
+    pub ncu_path: Option<PathBuf>,
+    /// Print which of rooflab's ncu metrics `ncu --query-metrics` knows on this GPU.
+    #[arg(long)]
+    pub check_metrics: bool,
+}
+
+impl LabArgs {
+    /// Runs the requested lab mode, if any. `size` and `device` are the bench's own flags.
+    pub fn run(&self, size: Option<u64>, device: &str) -> Option<ExitCode> {
+        if let Some(name) = &self.explain {
+            return Some(explain::run(name, size, device));
+        }
+        if let Some(json) = &self.render {
+            return Some(docs::run(json, &self.docs));
+        }
+        if let Some(name) = &self.profile_one {
+            return Some(profile::run_one(name, size));
+        }
+        if self.check_metrics {
+            return Some(profile::check_metrics(self.ncu_path.as_deref()));
+        }
+        if let Some(name) = &self.ncu {
+            return Some(profile::run_ncu(
+                name,
+                size,
+                self.ncu_path.as_deref(),
+                device,
+            ));
+        }
+        None
+    }
+}

@@ -1,0 +1,619 @@
+//! `cargo xtask explain FAMILY/VARIANT`: everything about one variant on one screen, no GPU
+//! needed. The variant file's `//!` header and launch-geometry constants; the cost model and
+//! predicted floor (from `rooflab-bench --explain`); ptxas's registers, spills and shared
+//! memory with the occupancy they allow on sm_90; the PTX of the kernel's loops with the
+//! instructions that matter marked; and the last measured row when a bench.json is given.
+
+use std::fmt::Write as _;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::{deps, lab, ptxas, util};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// `family/variant`, as the bench rows name it, e.g. `memory/v03_vectorized_copy`.
+    pub name: String,
+    /// Problem size for the cost model (as rooflab-bench's `--size`: 2^28, 64M, ...).
+    #[arg(long)]
+    pub size: Option<String>,
+    /// Datasheet profile for the predicted floor (rooflab-bench's `--device`).
+    #[arg(long, default_value = "h200")]
+    pub device: String,
+    /// A bench.json: show this variant's measured row(s) from it.
+    #[arg(long)]
+    pub results: Option<PathBuf>,
+}
+
+/// The instructions worth seeing in a memory-bound or reduction kernel, by opcode prefix.
+pub const HIGHLIGHT: &[&str] = &[
+    "ld.global.v4",
+    "ld.global.nc",
+    "st.global.v4",
+    "ld.shared",
+    "st.shared",
+    "bar.sync",
+    "barrier.sync",
+    "shfl.sync",
+    "cp.async",
+    "fma.rn",
+    "atom",
+    "red",
+    "ex2",
+];
+
+pub fn run(args: &Args) -> Result<u8> {
+    let (family, variant) = args
+        .name
+        .split_once('/')
+        .with_context(|| format!("`{}`: expected FAMILY/VARIANT", args.name))?;
+    let cuda = deps::ensure_libcuda()?;
+    let exe = lab::build_bench(&cuda)?;
+
+    // The cost model first: it also validates the name (exit 2 with the valid ones).
+    let mut cmd = std::process::Command::new(&exe);
+    cmd.args(["--explain", &args.name, "--device", &args.device]);
+    if let Some(s) = &args.size {
+        cmd.args(["--size", s]);
+    }
+    util::add_runtime_libcuda(&mut cmd, &cuda);
+    let out = cmd
+        .output()
+        .with_context(|| format!("running {}", util::show(&cmd)))?;
+    if !out.status.success() {
+        eprint!("{}", String::from_utf8_lossy(&out.stderr));
+        return Ok(util::exit_code(out.status));
+    }
+    let cost_text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let title = |t: &str| {
+        if colour {
+            format!("\n\x1b[1;36m== {t}\x1b[0m")
+        } else {
+            format!("\n== {t}")
+        }
+    };
+
+    // Source.
+    let dir = util::workspace()
+        .join("kernels-gpu")
+        .join("src")
+        .join(family);
+    let file = variant_file(&dir, variant)?;
+    let src = std::fs::read_to_string(&file)?;
+    let rel = file.strip_prefix(util::workspace()).unwrap_or(&file);
+    println!("{}", title(&format!("{} ({})", args.name, rel.display())));
+    println!("{}", header(&src));
+    let consts = consts(&src);
+    println!("{}", title("launch geometry (pub const)"));
+    if consts.is_empty() {
+        println!("(none)");
+    }
+    for c in &consts {
+        println!("{c}");
+    }
+    println!("{}", title("cost model"));
+    print!("{cost_text}");
+
+    // ptxas and occupancy.
+    let entry_prefix = format!("{family}_{variant}");
+    let ptxas = deps::ensure_ptxas()?;
+    let reports = ptxas::check_all(&ptxas)?;
+    let block = const_value(&consts, "BLOCK_THREADS");
+    println!("{}", title("ptxas -v, sm_90, and the occupancy it allows"));
+    let sm90 = reports.iter().find(|r| r.arch == "sm_90");
+    let mut entries: Vec<&ptxas::Function> = sm90
+        .map(|r| {
+            r.functions
+                .iter()
+                .filter(|f| f.entry && f.name.starts_with(&entry_prefix))
+                .collect()
+        })
+        .unwrap_or_default();
+    entries.sort_by(|a, b| a.name.cmp(&b.name));
+    if entries.is_empty() {
+        println!("no sm_90 kernel entry starts with `{entry_prefix}` (built? `cargo xtask test`)");
+    }
+    for f in &entries {
+        println!(
+            "{}: {} registers, {} B spill stores, {} B spill loads, {} B static smem, {} barriers",
+            f.name,
+            f.registers.map_or("?".into(), |r| r.to_string()),
+            f.spill_stores,
+            f.spill_loads,
+            f.smem,
+            f.barriers.unwrap_or(0)
+        );
+        println!("  {}", occupancy_text(f.registers, block, f.smem));
+    }
+
+    // PTX.
+    let ptx_path = util::target_dir().join("ptx").join("sm_90.ptx");
+    let ptx = std::fs::read_to_string(&ptx_path)
+        .with_context(|| format!("reading {}", ptx_path.display()))?;
+    for f in &entries {
+        println!("{}", title(&format!("PTX of {} (sm_90)", f.name)));
+        match entry_body(&ptx, &f.name) {
+            Some(body) => print!("{}", show_loops(&body, colour)),
+            None => println!("no `.entry {}` in {}", f.name, ptx_path.display()),
+        }
+    }
+
+    if let Some(p) = &args.results {
+        println!("{}", title(&format!("measured ({})", p.display())));
+        print!("{}", measured_rows(p, &args.name)?);
+    }
+    Ok(0)
+}
+
+/// The `vNN_*.rs` in `dir` whose stem is the longest prefix of `variant`.
+pub fn variant_file(dir: &Path, variant: &str) -> Result<PathBuf> {
+    let mut best: Option<(usize, PathBuf)> = None;
+    for e in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let p = e?.path();
+        let Some(stem) = p.file_stem().and_then(|s| s.to_str()) else {
+            continue;
+        };
+        let is_variant =
+            stem.starts_with('v') && stem[1..].chars().take(2).all(|c| c.is_ascii_digit());
+        if p.extension().is_some_and(|x| x == "rs")
+            && is_variant
+            && (variant == stem || variant.starts_with(&format!("{stem}_")))
+            && best.as_ref().is_none_or(|(n, _)| stem.len() > *n)
+        {
+            best = Some((stem.len(), p.clone()));
+        }
+    }
+    best.map(|(_, p)| p).with_context(|| {
+        format!(
+            "no vNN_*.rs in {} is a prefix of `{variant}`",
+            dir.display()
+        )
+    })
+}
+
+/// The file's leading `//!` lines, without the markers.
+pub fn header(src: &str) -> String {
+    src.lines()
+        .take_while(|l| l.starts_with("//!"))
+        .map(|l| {
+            l.trim_start_matches("//!")
+                .strip_prefix(' ')
+                .unwrap_or(l.trim_start_matches("//!"))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Top-level `pub const` items (not `const fn`), each with its `///` doc lines, in order.
+pub fn consts(src: &str) -> Vec<String> {
+    let lines: Vec<&str> = src.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let l = lines[i];
+        if l.starts_with("pub const ") && !l.starts_with("pub const fn") {
+            let mut doc_start = i;
+            while doc_start > 0 && lines[doc_start - 1].starts_with("///") {
+                doc_start -= 1;
+            }
+            let mut end = i;
+            while !lines[end].trim_end().ends_with(';') && end + 1 < lines.len() {
+                end += 1;
+            }
+            out.push(lines[doc_start..=end].join("\n"));
+            i = end + 1;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The value of `pub const NAME: T = EXPR;` among `consts`, where EXPR is a number or a
+/// product/sum of numbers and other such constants.
+pub fn const_value(consts: &[String], name: &str) -> Option<u64> {
+    fn find<'a>(consts: &'a [String], name: &str) -> Option<&'a str> {
+        consts.iter().find_map(|c| {
+            let decl = c.lines().find(|l| l.starts_with("pub const "))?;
+            let rest = decl.strip_prefix("pub const ")?;
+            let (n, _) = rest.split_once(':')?;
+            if n.trim() != name {
+                return None;
+            }
+            let (_, expr) = c.split_once('=')?;
+            Some(expr.trim().trim_end_matches(';').trim())
+        })
+    }
+    fn eval(consts: &[String], expr: &str, depth: u32) -> Option<u64> {
+        if depth > 8 {
+            return None;
+        }
+        if let Some((a, b)) = expr.split_once('+') {
+            return Some(eval(consts, a.trim(), depth + 1)? + eval(consts, b.trim(), depth + 1)?);
+        }
+        if let Some((a, b)) = expr.split_once('*') {
+            return Some(eval(consts, a.trim(), depth + 1)? * eval(consts, b.trim(), depth + 1)?);
+        }
+        let e = expr.trim_matches(|c| c == '(' || c == ')').trim();
+        let e = e.split(" as ").next().unwrap_or(e).trim();
+        let digits: String = e.chars().filter(|c| *c != '_').collect();
+        let digits = ["u32", "u64", "usize", "i32"]
+            .iter()
+            .find_map(|suffix| digits.strip_suffix(suffix))
+            .unwrap_or(&digits);
+        if let Ok(v) = digits.parse() {
+            return Some(v);
+        }
+        eval(consts, find(consts, e)?, depth + 1)
+    }
+    eval(consts, find(consts, name)?, 0)
+}
+
+/// sm_90 per-SM limits.
+pub const SM90_REGS: u64 = 65536;
+pub const SM90_THREADS: u64 = 2048;
+pub const SM90_BLOCKS: u64 = 32;
+pub const SM90_SMEM: u64 = 228 * 1024;
+pub const SM90_SMEM_PER_BLOCK: u64 = 227 * 1024;
+/// The driver reserves 1 KiB of shared memory per resident block.
+pub const SM90_SMEM_RESERVED: u64 = 1024;
+
+/// Resident blocks per SM and what limits them.
+#[derive(Debug, PartialEq)]
+pub struct Occupancy {
+    pub blocks: u64,
+    pub limiter: &'static str,
+    pub warps: u64,
+}
+
+/// Blocks per SM on sm_90 for `regs` registers per thread, `block` threads, `smem` bytes of
+/// shared memory per block. Registers are allocated per warp in 256-register units (a
+/// thread's count rounded up to 8).
+pub fn occupancy(regs: u64, block: u64, smem: u64) -> Occupancy {
+    let warps_per_block = block.div_ceil(32).max(1);
+    let regs = regs.div_ceil(8) * 8;
+    let by_regs = if regs == 0 {
+        u64::MAX
+    } else {
+        (SM90_REGS / (regs * 32)) / warps_per_block
+    };
+    let by_threads = SM90_THREADS / (warps_per_block * 32);
+    let by_smem = if smem > SM90_SMEM_PER_BLOCK {
+        0
+    } else {
+        SM90_SMEM / (smem + SM90_SMEM_RESERVED)
+    };
+    let (blocks, limiter) = [
+        (by_regs, "registers"),
+        (by_threads, "threads (2048/SM)"),
+        (SM90_BLOCKS, "blocks (32/SM)"),
+        (by_smem, "shared memory"),
+    ]
+    .into_iter()
+    .min_by_key(|(b, _)| *b)
+    .expect("four limits");
+    Occupancy {
+        blocks,
+        limiter,
+        warps: blocks * warps_per_block,
+    }
+}
+
+fn occupancy_text(regs: Option<u64>, block: Option<u64>, smem: u64) -> String {
+    match (regs, block) {
+        (Some(r), Some(b)) => {
+            let o = occupancy(r, b, smem);
+            format!(
+                "occupancy at {b} threads/block: {} blocks/SM, {} warps of 64 ({:.0} %), limited by {}{}",
+                o.blocks,
+                o.warps,
+                100.0 * o.warps as f64 / 64.0,
+                o.limiter,
+                if smem == 0 {
+                    " (dynamic shared memory, sized at launch, not counted)"
+                } else {
+                    " (static smem only; dynamic shared memory is sized at launch)"
+                }
+            )
+        }
+        (_, None) => {
+            "occupancy: block size unknown (no `pub const BLOCK_THREADS` in the variant file)"
+                .into()
+        }
+        (None, _) => "occupancy: ptxas reported no register count".into(),
+    }
+}
+
+/// The body of `.entry name(` up to its closing brace.
+pub fn entry_body(ptx: &str, name: &str) -> Option<Vec<String>> {
+    let lines: Vec<&str> = ptx.lines().collect();
+    let start = lines.iter().position(|l| {
+        l.split(".entry ")
+            .nth(1)
+            .is_some_and(|rest| rest.trim_end().trim_end_matches('(') == name)
+    })?;
+    let end = (start..lines.len()).find(|&i| lines[i] == "}")?;
+    Some(lines[start..=end].iter().map(|l| l.to_string()).collect())
+}
+
+/// The label a branch line jumps to: `@%p3 bra $L__BB4_3;` / `bra.uni $L__BB4_3;`.
+fn branch_target(line: &str) -> Option<&str> {
+    let t = line.trim();
+    let t = if t.starts_with('@') {
+        t.split_once(char::is_whitespace)?.1.trim()
+    } else {
+        t
+    };
+    let rest = t.strip_prefix("bra")?;
+    let rest = rest.strip_prefix(".uni").unwrap_or(rest);
+    Some(rest.trim().trim_end_matches(';').trim())
+}
+
+/// A label definition: `$L__BB4_3:  // comment` -> `$L__BB4_3`.
+fn label_def(line: &str) -> Option<&str> {
+    let t = line.split("//").next()?.trim();
+    t.strip_suffix(':').filter(|l| l.starts_with('$'))
+}
+
+/// Loops as `(first, last)` line ranges: a branch back to an earlier label. Nested or
+/// overlapping ranges are merged.
+pub fn loops(body: &[String]) -> Vec<(usize, usize)> {
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    for (i, l) in body.iter().enumerate() {
+        let Some(target) = branch_target(l) else {
+            continue;
+        };
+        if let Some(j) = body[..i].iter().position(|d| label_def(d) == Some(target)) {
+            ranges.push((j, i));
+        }
+    }
+    ranges.sort();
+    let mut merged: Vec<(usize, usize)> = Vec::new();
+    for r in ranges {
+        match merged.last_mut() {
+            Some(last) if r.0 <= last.1 => last.1 = last.1.max(r.1),
+            _ => merged.push(r),
+        }
+    }
+    merged
+}
+
+/// Whether a PTX line's instruction is one of [`HIGHLIGHT`].
+pub fn highlighted(line: &str) -> bool {
+    let t = line.split("//").next().unwrap_or("").trim();
+    let t = if t.starts_with('@') {
+        t.split_once(char::is_whitespace).map_or("", |x| x.1.trim())
+    } else {
+        t
+    };
+    let op = t.split_whitespace().next().unwrap_or("");
+    HIGHLIGHT
+        .iter()
+        .any(|h| op.starts_with(h) && (op.len() == h.len() || op[h.len()..].starts_with('.')))
+}
+
+fn mark(line: &str, colour: bool) -> String {
+    if !highlighted(line) {
+        format!("   {line}")
+    } else if colour {
+        format!("   \x1b[1;33m{line}\x1b[0m")
+    } else {
+        format!(">> {line}")
+    }
+}
+
+const STRAIGHT_MAX: usize = 160;
+
+/// The loops of an entry body, highlighted; a loop-free kernel is shown whole (up to
+/// `STRAIGHT_MAX` lines, else its marked lines only) since every instruction runs once.
+pub fn show_loops(body: &[String], colour: bool) -> String {
+    let mut s = String::new();
+    let ls = loops(body);
+    let n_marked = body.iter().filter(|l| highlighted(l)).count();
+    if ls.is_empty() {
+        let _ = writeln!(
+            s,
+            "no loop (no backward branch): straight-line kernel, {} lines, {n_marked} marked",
+            body.len()
+        );
+        if body.len() <= STRAIGHT_MAX {
+            for l in body {
+                let _ = writeln!(s, "{}", mark(l, colour));
+            }
+        } else {
+            let _ = writeln!(s, "(long: only the marked lines, with their line numbers)");
+            for (i, l) in body.iter().enumerate().filter(|(_, l)| highlighted(l)) {
+                let _ = writeln!(s, "{:>5} {}", i + 1, mark(l, colour));
+            }
+        }
+        return s;
+    }
+    for (k, (a, b)) in ls.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "loop {} (lines {}..{} of the entry, {} marked):",
+            k + 1,
+            a + 1,
+            b + 1,
+            body[*a..=*b].iter().filter(|l| highlighted(l)).count()
+        );
+        for l in &body[*a..=*b] {
+            let _ = writeln!(s, "{}", mark(l, colour));
+        }
+    }
+    s
+}
+
+/// The rows named `name` in a bench.json, one line each.
+pub fn measured_rows(path: &Path, name: &str) -> Result<String> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    let mut s = String::new();
+    let dev = v["device"]["name"].as_str().unwrap_or("no GPU");
+    let _ = writeln!(
+        s,
+        "run of {} on {dev}{}",
+        v["date_utc"].as_str().unwrap_or("?"),
+        if v["measured"].as_bool() == Some(true) {
+            ""
+        } else {
+            " (predicted, nothing measured)"
+        }
+    );
+    let rows: Vec<&serde_json::Value> = v["rows"]
+        .as_array()
+        .map(|a| a.iter().filter(|r| r["name"] == name).collect())
+        .unwrap_or_default();
+    if rows.is_empty() {
+        let _ = writeln!(s, "no row named {name} in this run");
+    }
+    let f = |r: &serde_json::Value, k: &str, d: usize| {
+        r[k].as_f64().map_or("-".into(), |x| format!("{x:.d$}"))
+    };
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "{}: median {} µs (spread {} %), {} GB/s, {} TFLOP/s, {} % of roof, {}x vs v01 (model {}x){}",
+            format!(
+                "{} {}",
+                r["shape"].as_str().unwrap_or(""),
+                r["note"].as_str().unwrap_or("")
+            )
+            .trim(),
+            f(r, "median_us", 1),
+            f(r, "spread_pct", 1),
+            f(r, "gbps", 0),
+            f(r, "tflops", 2),
+            f(r, "pct_of_roof", 1),
+            f(r, "speedup_vs_v01", 2),
+            f(r, "predicted_speedup_vs_v01", 2),
+            r["error"]
+                .as_str()
+                .map_or(String::new(), |e| format!(", error: {e}"))
+        );
+    }
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SRC: &str = "//! memory/v09_demo — a demo.
+//!
+//! Changed: nothing.
+
+/// Threads per block.
+pub const BLOCK_THREADS: u32 = TILE * 8;
+/// Tile edge.
+pub const TILE: u32 = 32;
+pub const SHARED_BYTES: u32 =
+    TILE * TILE * 4;
+pub const fn threads(n: u64) -> u64 { n }
+
+#[cfg(target_arch = \"nvptx64\")]
+mod kernels {
+    pub const INNER: u32 = 1;
+}
+";
+
+    #[test]
+    fn header_and_consts() {
+        assert_eq!(
+            header(SRC),
+            "memory/v09_demo — a demo.\n\nChanged: nothing."
+        );
+        let c = consts(SRC);
+        assert_eq!(c.len(), 3, "{c:?}");
+        assert!(c[0].starts_with("/// Threads per block.\npub const BLOCK_THREADS"));
+        assert_eq!(const_value(&c, "TILE"), Some(32));
+        assert_eq!(const_value(&c, "BLOCK_THREADS"), Some(256));
+        assert_eq!(const_value(&c, "SHARED_BYTES"), Some(4096));
+        assert_eq!(const_value(&c, "NOPE"), None);
+    }
+
+    #[test]
+    fn finds_the_longest_stem() {
+        let dir = util::workspace().join("kernels-gpu/src/memory");
+        let f = variant_file(&dir, "v03_vectorized_copy").unwrap();
+        assert!(f.ends_with("v03_vectorized.rs"));
+        let f = variant_file(&dir, "v04_grid_stride_ilp_saxpy").unwrap();
+        assert!(f.ends_with("v04_grid_stride_ilp.rs"));
+        assert!(variant_file(&dir, "v03").is_err() || variant_file(&dir, "v03").is_ok());
+        assert!(variant_file(&dir, "v99_none").is_err());
+    }
+
+    #[test]
+    fn sm90_occupancy() {
+        // 32 regs, 256 threads: 8 warps/block; regs allow 64 warps = 8 blocks; threads 8.
+        let o = occupancy(32, 256, 0);
+        assert_eq!((o.blocks, o.warps), (8, 64));
+        // 128 regs: 65536 / (128*32) = 16 warps -> 2 blocks of 8 warps.
+        let o = occupancy(128, 256, 0);
+        assert_eq!((o.blocks, o.limiter), (2, "registers"));
+        // 33 regs round up to 40: 65536/1280 = 51 warps -> 6 blocks.
+        assert_eq!(occupancy(33, 256, 0).blocks, 6);
+        // One-warp blocks with few registers: 32 blocks/SM is the cap (32 of 64 warps).
+        let o = occupancy(16, 32, 0);
+        assert_eq!((o.blocks, o.warps, o.limiter), (32, 32, "blocks (32/SM)"));
+        // 100 KiB smem per block: 228 KiB / 101 KiB = 2.
+        let o = occupancy(32, 256, 100 * 1024);
+        assert_eq!((o.blocks, o.limiter), (2, "shared memory"));
+        assert_eq!(occupancy(32, 256, 228 * 1024).blocks, 0);
+    }
+
+    const PTX: &str = ".visible .entry k_v01_x(
+\t.param .u64 k_param_0
+)
+{
+\tld.param.u64 \t%rd1, [k_param_0];
+$L__BB0_2:                              // =>This Inner Loop Header: Depth=1
+\tld.global.nc.v4.f32 \t{%f1, %f2, %f3, %f4}, [%rd2];
+\tfma.rn.f32 \t%f5, %f1, %f2, %f3;
+\tadd.s64 \t%rd2, %rd2, 16;
+\t@%p2 bra \t$L__BB0_2;
+\tst.global.v4.f32 \t[%rd3], {%f1, %f2, %f3, %f4};
+\tbar.sync \t0;
+\tret;
+}
+.visible .entry other(
+)
+{
+}
+";
+
+    #[test]
+    fn ptx_loops_and_marks() {
+        let body = entry_body(PTX, "k_v01_x").unwrap();
+        assert_eq!(body.len(), 14);
+        assert_eq!(loops(&body), vec![(5, 9)]);
+        let text = show_loops(&body, false);
+        assert!(text.contains(">> \tld.global.nc.v4.f32"), "{text}");
+        assert!(text.contains(">> \tfma.rn.f32"), "{text}");
+        assert!(text.contains("   \tadd.s64"), "{text}");
+        assert!(
+            !text.contains("st.global.v4"),
+            "only the loop is shown: {text}"
+        );
+        assert!(highlighted("\tst.global.v4.f32 \t[%rd3], {%f1};"));
+        assert!(highlighted("\tbar.sync \t0;"));
+        assert!(highlighted(
+            "\t@%p1 atom.global.add.f32 \t%f1, [%rd1], %f2;"
+        ));
+        assert!(highlighted("\tred.global.add.f32 \t[%rd1], %f2;"));
+        assert!(highlighted("\tex2.approx.f32 \t%f1, %f2;"));
+        assert!(highlighted("\tshfl.sync.bfly.b32 \t%r1, %r2, 16, 31, -1;"));
+        assert!(highlighted(
+            "\tcp.async.cg.shared.global [%r1], [%rd1], 16;"
+        ));
+        assert!(!highlighted("\tld.global.f32 \t%f1, [%rd1];"));
+        assert!(!highlighted("\tready.f32 \t%f1;"));
+        assert!(!highlighted("\tadd.f32 \t%f1, %f2, %f3;"));
+        assert!(entry_body(PTX, "k_v01").is_none());
+    }
+}
