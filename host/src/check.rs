@@ -21,9 +21,60 @@ pub fn rng(seed: u64) -> StdRng {
     StdRng::seed_from_u64(seed)
 }
 
-/// `n` values uniform in [lo, hi).
+/// `n` values uniform in [lo, hi). Large arrays are drawn in parallel, chunk `c` from its
+/// own generator seeded from `rng` and `c`, so the result depends only on `rng`'s state.
 pub fn random_f32(rng: &mut StdRng, n: usize, lo: f32, hi: f32) -> Vec<f32> {
-    (0..n).map(|_| rng.random_range(lo..hi)).collect()
+    const CHUNK: usize = 1 << 20;
+    if n <= CHUNK {
+        return (0..n).map(|_| rng.random_range(lo..hi)).collect();
+    }
+    let base: u64 = rng.random();
+    let mut out = vec![0.0f32; n];
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |t| t.get())
+        .min(32);
+    let chunks: Vec<(usize, &mut [f32])> = out.chunks_mut(CHUNK).enumerate().collect();
+    let per = chunks.len().div_ceil(threads);
+    let mut groups: Vec<Vec<(usize, &mut [f32])>> = Vec::new();
+    let mut it = chunks.into_iter().peekable();
+    while it.peek().is_some() {
+        groups.push(it.by_ref().take(per).collect());
+    }
+    std::thread::scope(|s| {
+        for group in groups {
+            s.spawn(move || {
+                for (c, part) in group {
+                    let mut r = rand::rngs::SmallRng::seed_from_u64(
+                        base ^ (c as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+                    );
+                    for v in part.iter_mut() {
+                        *v = r.random_range(lo..hi);
+                    }
+                }
+            });
+        }
+    });
+    out
+}
+
+/// `f(0..n)` computed on all cores (CPU references of large shapes).
+pub fn par_map<T: Send + Default + Clone>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |t| t.get())
+        .min(32);
+    let mut out = vec![T::default(); n];
+    let chunk = n.div_ceil(threads).max(1);
+    std::thread::scope(|s| {
+        for (c, part) in out.chunks_mut(chunk).enumerate() {
+            let f = &f;
+            s.spawn(move || {
+                for (k, o) in part.iter_mut().enumerate() {
+                    *o = f(c * chunk + k);
+                }
+            });
+        }
+    });
+    out
 }
 
 /// Compare `got` with `want` element by element: `|got - want| <= abs + rel * |want|`,
@@ -95,6 +146,26 @@ mod tests {
         let e = compare_f32("x", &[1.0, 2.1], &[1.0, 2.0], 1e-5, 0.0).unwrap_err();
         assert!(e.contains("1 of 2") && e.contains("[1]"), "{e}");
         assert!(compare_f32("x", &[1.0], &[1.0, 2.0], 1e-5, 0.0).is_err());
+    }
+
+    #[test]
+    fn large_random_arrays_replay_and_cover_the_range() {
+        let n = (3 << 20) + 17;
+        let a = random_f32(&mut rng(9), n, 0.5, 1.5);
+        assert_eq!(a, random_f32(&mut rng(9), n, 0.5, 1.5));
+        assert!(a.iter().all(|v| (0.5..1.5).contains(v)));
+        let mean = a.iter().map(|&v| v as f64).sum::<f64>() / n as f64;
+        assert!((mean - 1.0).abs() < 1e-3, "{mean}");
+        // Chunks are not copies of each other.
+        assert_ne!(a[..1000], a[1 << 20..(1 << 20) + 1000]);
+    }
+
+    #[test]
+    fn par_map_keeps_order() {
+        assert_eq!(
+            par_map(1000, |i| i * 2),
+            (0..1000).map(|i| i * 2).collect::<Vec<_>>()
+        );
     }
 
     #[test]

@@ -197,25 +197,8 @@ pub fn check_dims(op: &str, rows: usize, cols: usize, whole: bool) -> Result<()>
     Ok(())
 }
 
-/// `f` over `0..n` in parallel chunks (CPU references of 67M-element tensors).
-pub fn par_map<T: Send + Default + Clone>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |t| t.get())
-        .min(32);
-    let mut out = vec![T::default(); n];
-    let chunk = n.div_ceil(threads).max(1);
-    std::thread::scope(|s| {
-        for (c, part) in out.chunks_mut(chunk).enumerate() {
-            let f = &f;
-            s.spawn(move || {
-                for (k, o) in part.iter_mut().enumerate() {
-                    *o = f(c * chunk + k);
-                }
-            });
-        }
-    });
-    out
-}
+/// `f(0..n)` on all cores: the shared helper, re-exported for this family's users.
+pub use crate::check::par_map;
 
 // ---------------------------------------------------------------- the op
 
