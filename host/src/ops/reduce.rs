@@ -5,14 +5,16 @@
 //! checks for every variant in `kernels-gpu/src/reduce/`. Launch geometry comes from the
 //! variant files' constants.
 //!
-//! Accumulators: v01–v05 and v06's atomic mode add into `out` with global atomics, so the op
+//! Accumulators: v01 and v06's atomic mode add into `out` with global atomics, so the op
 //! itself zeroes `out` first (a `cuMemsetD32Async` on the stream, inside the timed call).
-//! v06's deterministic mode writes per-block partials to a caller-provided buffer
-//! ([`partials_len`] elements) and a second one-block launch sums them in a fixed order.
+//! v02–v05 write per-block partials into a caller-provided workspace and the op launches the
+//! same kernel on them until one block is left, which writes `out`; v06's deterministic mode
+//! writes per-block partials and a second one-block launch sums them in a fixed order. Both
+//! are bit-identical run to run. [`workspace_len`] says how much workspace a call needs.
 //!
 //! Accuracy (see [`tolerance`]): a GPU sum is a tree whose longest chain of dependent f32
-//! adds has `h` links (`h = n` for v01's running atomic sum; block tree plus the chain of
-//! per-block atomics for v02–v05; per-thread chain plus tree plus blocks for v06). Each add
+//! adds has `h` links (`h = n` for v01's running atomic sum; one block tree per pass for
+//! v02–v05; per-thread chain plus tree plus blocks for v06). Each add
 //! rounds by at most `u = 2^-24` of a partial sum bounded by `A = Σ|x|`. Worst case that is
 //! `h·u·A`; rounding errors are close to independent, so the error grows like `√h·u·A`.
 //! The check allows `8·√h·u·A` (≥ the worst case for `h ≤ 64`, several standard deviations
@@ -102,11 +104,23 @@ impl Variant {
 
     /// Whether the kernel adds into `out` atomically (so the op zeroes it first).
     pub fn accumulates(self) -> bool {
-        !matches!(
+        matches!(
             self,
-            Variant::V06MultiElement {
-                deterministic: true
-            }
+            Variant::V01Atomic
+                | Variant::V06MultiElement {
+                    deterministic: false
+                }
+        )
+    }
+
+    /// v02–v05: one block sum per block, reduced again pass after pass.
+    pub fn multi_pass(self) -> bool {
+        matches!(
+            self,
+            Variant::V02TreeDivergent
+                | Variant::V03TreeSequential
+                | Variant::V04FirstAddOnLoad
+                | Variant::V05WarpShuffle
         )
     }
 }
@@ -147,20 +161,45 @@ pub fn v06_grid(multiprocessors: u32, fit: u32, n: u64) -> u32 {
     (multiprocessors as u64 * fit as u64).min(needed) as u32
 }
 
-/// Elements the deterministic v06 needs in its `partials` buffer on this GPU (any `n`).
+/// Elements the deterministic v06 needs for its partials on this GPU (any `n`).
 pub fn partials_len(gpu: &Gpu) -> usize {
     gpu.info.multiprocessors as usize * v06_multi_element::BLOCKS_PER_SM as usize
 }
 
-/// `out[0] = Σ x`. `out` must hold exactly one element. `partials` is needed (at least
-/// [`partials_len`] elements) by the deterministic v06 only and ignored otherwise.
+/// The multi-pass variants' pass lengths: `[n, blocks(n), blocks(blocks(n)), ..]` down to
+/// the input of the one-block pass that writes `out`.
+pub fn pass_lengths(v: Variant, n: u64) -> Vec<u64> {
+    let mut out = vec![n];
+    let mut len = n;
+    while blocks_simple(v, len) > 1 {
+        len = blocks_simple(v, len);
+        out.push(len);
+    }
+    out
+}
+
+/// Workspace (f32 elements) a call of `sum` with variant `v` needs for `n` elements: the
+/// partials of every pass but the last (v02–v05), the per-block partials (deterministic
+/// v06), or nothing.
+pub fn workspace_len(gpu: &Gpu, v: Variant, n: u64) -> usize {
+    match v {
+        Variant::V06MultiElement {
+            deterministic: true,
+        } => partials_len(gpu),
+        v if v.multi_pass() => pass_lengths(v, n)[1..].iter().sum::<u64>() as usize,
+        _ => 0,
+    }
+}
+
+/// `out[0] = Σ x`. `out` must hold exactly one element. `workspace` must hold at least
+/// [`workspace_len`] elements (none needed: v01 and the atomic v06).
 /// An empty `x` gives `out[0] = 0` without a kernel launch.
 pub fn sum(
     gpu: &Gpu,
     v: Variant,
     x: View<'_, f32>,
     mut out: ViewMut<'_, f32>,
-    partials: Option<ViewMut<'_, f32>>,
+    workspace: Option<ViewMut<'_, f32>>,
 ) -> Result<()> {
     let op = v.entry();
     if out.len != 1 {
@@ -169,38 +208,36 @@ pub fn sum(
             what: format!("the output must be one element, got {}", out.len),
         });
     }
+    let n = x.len as u64;
+    let need = workspace_len(gpu, v, n);
+    let ws = match (&workspace, need) {
+        (_, 0) => 0u64,
+        (None, need) => {
+            return Err(Error::Shape {
+                op: op.into(),
+                what: format!("{n} elements need a workspace of {need} elements, got none"),
+            });
+        }
+        (Some(w), need) => {
+            if w.len < need {
+                return Err(Error::Shape {
+                    op: op.into(),
+                    what: format!(
+                        "{n} elements need a workspace of {need} elements, it has {}",
+                        w.len
+                    ),
+                });
+            }
+            w.addr
+        }
+    };
     let need_partials = matches!(
         v,
         Variant::V06MultiElement {
             deterministic: true
         }
     );
-    let partials_addr = match (&partials, need_partials) {
-        (_, false) => 0u64,
-        (None, true) => {
-            return Err(Error::Shape {
-                op: op.into(),
-                what: format!(
-                    "the deterministic mode needs a partials buffer of {} elements",
-                    partials_len(gpu)
-                ),
-            });
-        }
-        (Some(p), true) => {
-            if p.len < partials_len(gpu) {
-                return Err(Error::Shape {
-                    op: op.into(),
-                    what: format!(
-                        "the partials buffer has {} elements, the deterministic mode needs {}",
-                        p.len,
-                        partials_len(gpu)
-                    ),
-                });
-            }
-            p.addr
-        }
-    };
-    let n = x.len as u64;
+    let partials_addr = if need_partials { ws } else { 0 };
     if n == 0 || v.accumulates() {
         // The empty sum is 0; atomic variants start from 0.
         gpu.zero(out.reborrow())?;
@@ -239,9 +276,13 @@ pub fn sum(
             }
             Ok(())
         }
+        Variant::V01Atomic => {
+            let cfg = LaunchConfig::for_threads(op, n, v01_atomic::BLOCK_THREADS)?;
+            // SAFETY: x holds n f32, out one (zeroed above); arguments match `(x, n, out)`.
+            unsafe { gpu.launch(op, cfg, &kernel_args![xa, n, oa]) }
+        }
         _ => {
             let (threads, shared) = match v {
-                Variant::V01Atomic => (v01_atomic::BLOCK_THREADS, 0),
                 Variant::V02TreeDivergent => (
                     v02_tree_divergent::BLOCK_THREADS,
                     v02_tree_divergent::SHARED_BYTES,
@@ -259,11 +300,24 @@ pub fn sum(
                     v05_warp_shuffle::SHARED_BYTES,
                 ),
             };
-            let mut cfg =
-                LaunchConfig::for_threads(op, blocks_simple(v, n) * threads as u64, threads)?;
-            cfg.shared_bytes = shared;
-            // SAFETY: x holds n f32, out one; arguments match `(x, n, out)`.
-            unsafe { gpu.launch(op, cfg, &kernel_args![xa, n, oa]) }
+            // Pass k reads pass k-1's partials (the input for k = 0) and writes its own block
+            // sums after them in the workspace; the one-block pass writes `out`.
+            let (mut src, mut len, mut next) = (xa, n, ws);
+            loop {
+                let blocks = blocks_simple(v, len);
+                let dst = if blocks == 1 { oa } else { next };
+                let mut cfg = LaunchConfig::for_threads(op, blocks * threads as u64, threads)?;
+                cfg.shared_bytes = shared;
+                // SAFETY: `src` holds `len` f32 (the input or the previous pass's partials);
+                // `dst` has room for `blocks` (out when 1, else inside the workspace, whose
+                // size workspace_len checked); arguments match `(x, n, partials)`.
+                unsafe { gpu.launch(op, cfg, &kernel_args![src, len, dst])? };
+                if blocks == 1 {
+                    return Ok(());
+                }
+                (src, len) = (dst, blocks);
+                next += 4 * blocks;
+            }
         }
     }
 }
@@ -282,11 +336,11 @@ pub fn chain_len(v: Variant, n: u64, blocks: u64) -> u64 {
     let lg = |b: u32| b.trailing_zeros() as u64;
     match v {
         Variant::V01Atomic => n,
-        Variant::V02TreeDivergent | Variant::V03TreeSequential | Variant::V05WarpShuffle => {
-            lg(v02_tree_divergent::BLOCK_THREADS) + 1 + blocks_simple(v, n)
+        Variant::V02TreeDivergent | Variant::V03TreeSequential => {
+            pass_lengths(v, n).len() as u64 * lg(v02_tree_divergent::BLOCK_THREADS)
         }
-        Variant::V04FirstAddOnLoad => {
-            lg(v04_first_add_on_load::BLOCK_THREADS) + 1 + blocks_simple(v, n)
+        Variant::V04FirstAddOnLoad | Variant::V05WarpShuffle => {
+            pass_lengths(v, n).len() as u64 * (lg(v04_first_add_on_load::BLOCK_THREADS) + 1)
         }
         Variant::V06MultiElement { deterministic } => {
             use v06_multi_element as k;
@@ -332,6 +386,17 @@ pub fn cost(n: u64) -> Cost {
     Cost::new(Flops(n), Bytes::of::<f32>(n + 1))
 }
 
+/// What a variant moves beyond the minimum: the multi-pass variants write every pass's
+/// partials and read them back; v06's partials are a few KiB and left out.
+pub fn modelled_bytes(v: Variant, n: u64) -> Bytes {
+    let extra = if v.multi_pass() {
+        2 * pass_lengths(v, n)[1..].iter().sum::<u64>()
+    } else {
+        0
+    };
+    cost(n).min_bytes + Bytes::of::<f32>(extra)
+}
+
 // ---------------------------------------------------------------- checks
 
 /// The two input distributions: positive with mean 1 (the relative check is tight) and
@@ -363,15 +428,15 @@ pub fn check(
     let x = inputs(seed, n + off, kind);
     let dx = gpu.upload(&x)?;
     let mut out = gpu.alloc::<f32>(1)?;
-    let mut partials = gpu.alloc::<f32>(partials_len(gpu))?;
+    let mut ws = gpu.alloc::<f32>(workspace_len(gpu, v, n as u64))?;
     gpu.poison(out.view_mut())?;
-    gpu.poison(partials.view_mut())?;
+    gpu.poison(ws.view_mut())?;
     sum(
         gpu,
         v,
         dx.view_range(off..off + n),
         out.view_mut(),
-        Some(partials.view_mut()),
+        Some(ws.view_mut()),
     )?;
     gpu.sync()?;
     let got = out.to_host()?[0];
@@ -439,7 +504,7 @@ struct SumWork {
     n: usize,
     sets: Vec<DeviceArray<f32>>,
     out: DeviceArray<f32>,
-    partials: DeviceArray<f32>,
+    workspace: DeviceArray<f32>,
     seed: u64,
 }
 
@@ -454,7 +519,7 @@ impl Workload for SumWork {
             self.v,
             self.sets[k].view(),
             self.out.view_mut(),
-            Some(self.partials.view_mut()),
+            Some(self.workspace.view_mut()),
         )
     }
 }
@@ -478,7 +543,7 @@ pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
             } else {
                 n_all
             };
-            let cost = cost(n);
+            let cost = cost(n).with_modelled(modelled_bytes(v, n));
             let note = match v {
                 Variant::V01Atomic if n < n_all => format!(
                     "at {} not {}: same-address atomics would take too long",
@@ -516,7 +581,7 @@ pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
                         n: n as usize,
                         sets,
                         out: gpu.alloc(1)?,
-                        partials: gpu.alloc(partials_len(gpu))?,
+                        workspace: gpu.alloc(workspace_len(gpu, v, n))?,
                         seed,
                     }) as Box<dyn Workload>)
                 }),
@@ -579,18 +644,34 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
         let mut out = gpu.alloc::<f32>(1)?;
         expect_error(
             sum(gpu, det, x.view(), out.view_mut(), None),
-            &["bad input", "partials buffer"],
+            &["bad input", "workspace", "got none"],
         )?;
         let mut small = gpu.alloc::<f32>(3)?;
         expect_error(
             sum(gpu, det, x.view(), out.view_mut(), Some(small.view_mut())),
-            &["bad input", "has 3 elements"],
+            &["bad input", "workspace", "it has 3"],
+        )?;
+        // A multi-pass variant on 1000 elements needs 4 partials (256 per block).
+        let x = gpu.upload(&[1.0f32; 1000])?;
+        expect_error(
+            sum(gpu, Variant::V03TreeSequential, x.view(), out.view_mut(), None),
+            &["bad input", "workspace of 4", "got none"],
+        )?;
+        expect_error(
+            sum(
+                gpu,
+                Variant::V03TreeSequential,
+                x.view(),
+                out.view_mut(),
+                Some(small.view_mut()),
+            ),
+            &["bad input", "workspace of 4", "it has 3"],
         )
     }));
     t.push(GpuTest::new("reduce_empty_input_gives_zero_without_launch", |gpu| {
         let x = gpu.alloc::<f32>(0)?;
         let mut out = gpu.alloc::<f32>(1)?;
-        let mut partials = gpu.alloc::<f32>(partials_len(gpu))?;
+        let mut ws = gpu.alloc::<f32>(partials_len(gpu))?;
         for v in LADDER {
             gpu.poison(out.view_mut())?;
             sum(
@@ -598,7 +679,7 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
                 v,
                 x.view(),
                 out.view_mut(),
-                Some(partials.view_mut()),
+                Some(ws.view_mut()),
             )?;
             gpu.sync()?;
             let got = out.to_host()?[0];
@@ -622,6 +703,25 @@ mod tests {
     fn cost_model_hand_computed() {
         assert_eq!(cost(1000), Cost::new(Flops(1000), Bytes(4004)));
         assert_eq!(cost(1 << 28).min_bytes, Bytes((1 << 30) + 4));
+        // 1000 elements, 256 per block: 4 partials written and read back.
+        assert_eq!(
+            modelled_bytes(Variant::V03TreeSequential, 1000),
+            Bytes(4004 + 32)
+        );
+        assert_eq!(modelled_bytes(Variant::V01Atomic, 1000), Bytes(4004));
+    }
+
+    #[test]
+    fn passes() {
+        let v3 = Variant::V03TreeSequential;
+        assert_eq!(pass_lengths(v3, 1), vec![1]);
+        assert_eq!(pass_lengths(v3, 256), vec![256]);
+        assert_eq!(pass_lengths(v3, 257), vec![257, 2]);
+        assert_eq!(pass_lengths(v3, 1 << 28), vec![1 << 28, 1 << 20, 1 << 12, 1 << 4]);
+        assert_eq!(
+            pass_lengths(Variant::V05WarpShuffle, 1 << 28),
+            vec![1 << 28, 1 << 19, 1 << 10, 2]
+        );
     }
 
     #[test]

@@ -6,8 +6,10 @@
 //! warp shuffles for the last steps; and a grid-stride loop with 16-byte loads whose block
 //! results meet either in one atomic per block or, deterministically, in a second launch.
 //!
-//! Lengths are 64-bit. v01–v05 and v06's atomic mode add into `*out`, which the host zeroes
-//! first; v06's deterministic mode writes `*out` once from the second launch.
+//! Lengths are 64-bit. v01 and v06's atomic mode add into `*out`, which the host zeroes
+//! first. v02–v05 write one partial sum per block and the host launches them again on the
+//! partials until a single block writes `*out`; v06's deterministic mode writes `*out` once
+//! from its second launch.
 
 pub mod v01_atomic;
 pub mod v02_tree_divergent;

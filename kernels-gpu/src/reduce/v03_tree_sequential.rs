@@ -5,9 +5,11 @@
 //! are either busy or idle (divergence only once `s < 32`), there is no modulo, and
 //! consecutive lanes touch consecutive words (no bank conflicts).
 //!
-//! Thread mapping: one element per thread (0 past the end), one block sum per block.
+//! Thread mapping: one element per thread (0 past the end), one block sum per block; passes
+//! over the partials as in v02.
 //!
-//! Memory traffic: the minimum read; `BLOCK_THREADS · 4` bytes of shared memory per block.
+//! Memory traffic: the minimum read, plus the partials of each pass (as v02); `BLOCK_THREADS · 4`
+//! bytes of shared memory per block.
 //!
 //! Expected bound: still latency/issue-bound: half the threads idle after the first step,
 //! and each thread has a single 4-byte load in flight.
@@ -20,14 +22,14 @@ pub const SHARED_BYTES: u32 = BLOCK_THREADS * 4;
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
     use super::BLOCK_THREADS;
-    use crate::gpu::{atomic, shared, sync_threads, thread};
+    use crate::gpu::{shared, sync_threads, thread};
 
-    /// `*out += Σ x[i]` (the host zeroes `*out` first).
+    /// `partials[b] = Σ` of block `b`'s elements of `x[0..n]`.
     #[unsafe(no_mangle)]
     pub unsafe extern "gpu-kernel" fn reduce_v03_tree_sequential(
         x: *const f32,
         n: u64,
-        out: *mut f32,
+        partials: *mut f32,
     ) {
         let sdata = shared::dynamic_shared_mem::<f32>();
         let tid = thread::thread_idx_x();
@@ -45,7 +47,7 @@ mod kernels {
                 s /= 2;
             }
             if tid == 0 {
-                atomic::add_f32(out, *sdata);
+                *partials.add(thread::block_idx_x() as usize) = *sdata;
             }
         }
     }

@@ -7,7 +7,8 @@
 //!
 //! Thread mapping: as v04: two elements per thread, `2 · BLOCK_THREADS` per block.
 //!
-//! Memory traffic: the minimum read; `BLOCK_THREADS · 4` bytes of shared memory per block.
+//! Memory traffic: the minimum read, plus the partials of each pass (as v02); `BLOCK_THREADS · 4`
+//! bytes of shared memory per block.
 //!
 //! Expected bound: nearer DRAM; what is left is one block per `2 · BLOCK_THREADS` elements
 //! (a million short blocks at 2^28) and only two loads in flight per thread.
@@ -30,21 +31,21 @@ const _: () = assert!(ELEMS_PER_BLOCK == v04_first_add_on_load::ELEMS_PER_BLOCK)
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
     use super::{BLOCK_THREADS, ELEMS_PER_BLOCK, WARP_HANDOVER};
-    use crate::gpu::{atomic, shared, sync_threads, thread, warp};
+    use crate::gpu::{shared, sync_threads, thread, warp};
 
-    /// `*out += Σ x[i]` (the host zeroes `*out` first).
+    /// `partials[b] = Σ` of block `b`'s elements of `x[0..n]`.
     #[unsafe(no_mangle)]
     pub unsafe extern "gpu-kernel" fn reduce_v05_warp_shuffle(
         x: *const f32,
         n: u64,
-        out: *mut f32,
+        partials: *mut f32,
     ) {
         let sdata = shared::dynamic_shared_mem::<f32>();
         let tid = thread::thread_idx_x();
         let i = thread::block_idx_x() as u64 * ELEMS_PER_BLOCK + tid as u64;
         let j = i + BLOCK_THREADS as u64;
         // SAFETY (whole body): reads guarded by `< n`; shared offsets < BLOCK_THREADS;
-        // `out` is one valid f32.
+        // `partials` holds one f32 per block.
         unsafe {
             let a = if i < n { *x.add(i as usize) } else { 0.0 };
             let b = if j < n { *x.add(j as usize) } else { 0.0 };
@@ -63,7 +64,7 @@ mod kernels {
                 let v = *sdata.add(tid as usize) + *sdata.add((tid + warp::WARP_SIZE) as usize);
                 let total = warp::sum_f32(v);
                 if tid == 0 {
-                    atomic::add_f32(out, total);
+                    *partials.add(thread::block_idx_x() as usize) = total;
                 }
             }
         }
