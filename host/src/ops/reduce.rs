@@ -25,8 +25,8 @@
 //! random walk any more), which is why v01 is tested and benched at most at 2^24.
 
 use rooflab_kernels::reduce::{
-    v01_atomic, v02_tree_divergent, v03_tree_sequential, v04_first_add_on_load,
-    v05_warp_shuffle, v06_multi_element,
+    v01_atomic, v02_tree_divergent, v03_tree_sequential, v04_first_add_on_load, v05_warp_shuffle,
+    v06_multi_element,
 };
 
 use crate::bench::{Case, Workload, rotation_sets};
@@ -266,13 +266,7 @@ pub fn sum(
                 };
                 // SAFETY: the first launch wrote `blocks` partials; arguments match
                 // `(partials, count, out)`.
-                unsafe {
-                    gpu.launch(
-                        FINAL_ENTRY,
-                        cfg,
-                        &kernel_args![partials_addr, blocks, oa],
-                    )?
-                };
+                unsafe { gpu.launch(FINAL_ENTRY, cfg, &kernel_args![partials_addr, blocks, oa])? };
             }
             Ok(())
         }
@@ -326,8 +320,9 @@ pub fn sum(
 
 /// `(Σ x, Σ |x|)` accumulated in f64.
 pub fn sum_ref(x: &[f32]) -> (f64, f64) {
-    x.iter()
-        .fold((0.0, 0.0), |(s, a), &v| (s + v as f64, a + (v as f64).abs()))
+    x.iter().fold((0.0, 0.0), |(s, a), &v| {
+        (s + v as f64, a + (v as f64).abs())
+    })
 }
 
 /// Length of the longest chain of dependent f32 adds in variant `v`'s summation of `n`
@@ -417,14 +412,7 @@ pub fn inputs(seed: u64, n: usize, kind: Inputs) -> Vec<f32> {
 
 /// One check: `n` elements starting `off` elements into their allocation (so the 16-byte
 /// head varies), output poisoned, compared with the f64 sum. Returns the GPU's result.
-pub fn check(
-    gpu: &Gpu,
-    v: Variant,
-    n: usize,
-    off: usize,
-    kind: Inputs,
-    seed: u64,
-) -> Result<f32> {
+pub fn check(gpu: &Gpu, v: Variant, n: usize, off: usize, kind: Inputs, seed: u64) -> Result<f32> {
     let x = inputs(seed, n + off, kind);
     let dx = gpu.upload(&x)?;
     let mut out = gpu.alloc::<f32>(1)?;
@@ -624,74 +612,80 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
             Ok(())
         },
     ));
-    t.push(GpuTest::new("reduce_bad_output_is_refused_before_launch", |gpu| {
-        let x = gpu.upload(&[1.0f32; 10])?;
-        let mut out2 = gpu.alloc::<f32>(2)?;
-        let mut out0 = gpu.alloc::<f32>(0)?;
-        for v in LADDER {
-            expect_error(
-                sum(gpu, v, x.view(), out2.view_mut(), None),
-                &["bad input", "one element", "2"],
-            )?;
-            expect_error(
-                sum(gpu, v, x.view(), out0.view_mut(), None),
-                &["bad input", "one element", "0"],
-            )?;
-        }
-        let det = Variant::V06MultiElement {
-            deterministic: true,
-        };
-        let mut out = gpu.alloc::<f32>(1)?;
-        expect_error(
-            sum(gpu, det, x.view(), out.view_mut(), None),
-            &["bad input", "workspace", "got none"],
-        )?;
-        let mut small = gpu.alloc::<f32>(3)?;
-        expect_error(
-            sum(gpu, det, x.view(), out.view_mut(), Some(small.view_mut())),
-            &["bad input", "workspace", "it has 3"],
-        )?;
-        // A multi-pass variant on 1000 elements needs 4 partials (256 per block).
-        let x = gpu.upload(&[1.0f32; 1000])?;
-        expect_error(
-            sum(gpu, Variant::V03TreeSequential, x.view(), out.view_mut(), None),
-            &["bad input", "workspace of 4", "got none"],
-        )?;
-        expect_error(
-            sum(
-                gpu,
-                Variant::V03TreeSequential,
-                x.view(),
-                out.view_mut(),
-                Some(small.view_mut()),
-            ),
-            &["bad input", "workspace of 4", "it has 3"],
-        )
-    }));
-    t.push(GpuTest::new("reduce_empty_input_gives_zero_without_launch", |gpu| {
-        let x = gpu.alloc::<f32>(0)?;
-        let mut out = gpu.alloc::<f32>(1)?;
-        let mut ws = gpu.alloc::<f32>(partials_len(gpu))?;
-        for v in LADDER {
-            gpu.poison(out.view_mut())?;
-            sum(
-                gpu,
-                v,
-                x.view(),
-                out.view_mut(),
-                Some(ws.view_mut()),
-            )?;
-            gpu.sync()?;
-            let got = out.to_host()?[0];
-            if got.to_bits() != 0 {
-                return Err(Error::Mismatch(format!(
-                    "{}: empty sum gave {got:e}, want 0",
-                    v.row_variant()
-                )));
+    t.push(GpuTest::new(
+        "reduce_bad_output_is_refused_before_launch",
+        |gpu| {
+            let x = gpu.upload(&[1.0f32; 10])?;
+            let mut out2 = gpu.alloc::<f32>(2)?;
+            let mut out0 = gpu.alloc::<f32>(0)?;
+            for v in LADDER {
+                expect_error(
+                    sum(gpu, v, x.view(), out2.view_mut(), None),
+                    &["bad input", "one element", "2"],
+                )?;
+                expect_error(
+                    sum(gpu, v, x.view(), out0.view_mut(), None),
+                    &["bad input", "one element", "0"],
+                )?;
             }
-        }
-        Ok(())
-    }));
+            let det = Variant::V06MultiElement {
+                deterministic: true,
+            };
+            let mut out = gpu.alloc::<f32>(1)?;
+            expect_error(
+                sum(gpu, det, x.view(), out.view_mut(), None),
+                &["bad input", "workspace", "got none"],
+            )?;
+            let mut small = gpu.alloc::<f32>(3)?;
+            expect_error(
+                sum(gpu, det, x.view(), out.view_mut(), Some(small.view_mut())),
+                &["bad input", "workspace", "it has 3"],
+            )?;
+            // A multi-pass variant on 1000 elements needs 4 partials (256 per block).
+            let x = gpu.upload(&[1.0f32; 1000])?;
+            expect_error(
+                sum(
+                    gpu,
+                    Variant::V03TreeSequential,
+                    x.view(),
+                    out.view_mut(),
+                    None,
+                ),
+                &["bad input", "workspace of 4", "got none"],
+            )?;
+            expect_error(
+                sum(
+                    gpu,
+                    Variant::V03TreeSequential,
+                    x.view(),
+                    out.view_mut(),
+                    Some(small.view_mut()),
+                ),
+                &["bad input", "workspace of 4", "it has 3"],
+            )
+        },
+    ));
+    t.push(GpuTest::new(
+        "reduce_empty_input_gives_zero_without_launch",
+        |gpu| {
+            let x = gpu.alloc::<f32>(0)?;
+            let mut out = gpu.alloc::<f32>(1)?;
+            let mut ws = gpu.alloc::<f32>(partials_len(gpu))?;
+            for v in LADDER {
+                gpu.poison(out.view_mut())?;
+                sum(gpu, v, x.view(), out.view_mut(), Some(ws.view_mut()))?;
+                gpu.sync()?;
+                let got = out.to_host()?[0];
+                if got.to_bits() != 0 {
+                    return Err(Error::Mismatch(format!(
+                        "{}: empty sum gave {got:e}, want 0",
+                        v.row_variant()
+                    )));
+                }
+            }
+            Ok(())
+        },
+    ));
     t
 }
 
@@ -717,7 +711,10 @@ mod tests {
         assert_eq!(pass_lengths(v3, 1), vec![1]);
         assert_eq!(pass_lengths(v3, 256), vec![256]);
         assert_eq!(pass_lengths(v3, 257), vec![257, 2]);
-        assert_eq!(pass_lengths(v3, 1 << 28), vec![1 << 28, 1 << 20, 1 << 12, 1 << 4]);
+        assert_eq!(
+            pass_lengths(v3, 1 << 28),
+            vec![1 << 28, 1 << 20, 1 << 12, 1 << 4]
+        );
         assert_eq!(
             pass_lengths(Variant::V05WarpShuffle, 1 << 28),
             vec![1 << 28, 1 << 19, 1 << 10, 2]

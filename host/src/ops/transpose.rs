@@ -228,8 +228,14 @@ pub fn check(
         "{} {m}x{n} offsets=({in_off},{out_off}) seed={seed}",
         v.entry()
     );
-    compare_f32(&format!("{what} (before window)"), &got[..out_off], &guard, 0.0, 0.0)
-        .map_err(Error::Mismatch)?;
+    compare_f32(
+        &format!("{what} (before window)"),
+        &got[..out_off],
+        &guard,
+        0.0,
+        0.0,
+    )
+    .map_err(Error::Mismatch)?;
     let want = transpose_ref(&x[in_off..], m, n);
     // Bit-exact: compare_f32 with zero tolerance also fails any NaN (the poison).
     compare_f32(&what, &got[out_off..], &want, 0.0, 0.0).map_err(Error::Mismatch)
@@ -347,9 +353,10 @@ pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
 pub fn tests(seed: u64) -> Vec<GpuTest> {
     let mut t = Vec::new();
     for v in LADDER {
-        t.push(GpuTest::new(format!("{}_matches_cpu", v.entry()), move |gpu| {
-            check_variant(gpu, v, seed)
-        }));
+        t.push(GpuTest::new(
+            format!("{}_matches_cpu", v.entry()),
+            move |gpu| check_variant(gpu, v, seed),
+        ));
     }
     t.push(GpuTest::new(
         "transpose_mismatched_lengths_are_refused_before_launch",
@@ -371,38 +378,42 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
             Ok(())
         },
     ));
-    t.push(GpuTest::new("transpose_zero_size_launches_nothing", |gpu| {
-        let a = gpu.alloc::<f32>(0)?;
-        let mut c = gpu.upload(&[7.0f32; 8])?;
-        for v in LADDER {
-            for (m, n) in [(0, 0), (0, 5), (5, 0)] {
-                transpose(gpu, v, m, n, a.view(), c.view_range_mut(4..4))?;
+    t.push(GpuTest::new(
+        "transpose_zero_size_launches_nothing",
+        |gpu| {
+            let a = gpu.alloc::<f32>(0)?;
+            let mut c = gpu.upload(&[7.0f32; 8])?;
+            for v in LADDER {
+                for (m, n) in [(0, 0), (0, 5), (5, 0)] {
+                    transpose(gpu, v, m, n, a.view(), c.view_range_mut(4..4))?;
+                }
             }
-        }
-        gpu.sync()?;
-        if c.to_host()? != vec![7.0f32; 8] {
-            return Err(Error::Mismatch(
-                "an empty transpose wrote something".into(),
-            ));
-        }
-        Ok(())
-    }));
-    t.push(GpuTest::new("transpose_dimension_past_32_bit_index_is_refused", |gpu| {
-        // A 1 × 2^31 matrix cannot be allocated cheaply; the limit is checked from the shape
-        // and the views' lengths alone, so fake-length views of an empty array suffice.
-        let a = gpu.alloc::<f32>(0)?;
-        let mut b = gpu.alloc::<f32>(0)?;
-        let big = (MAX_DIM + 1) as usize;
-        let r = validate("transpose_v04_multi_element_vectorized", 1, big, big, big);
-        expect_error(r, &["columns (n)", "limit"])?;
-        let r = validate("transpose_v01_naive", big, 1, big, big);
-        expect_error(r, &["rows (m)", "limit"])?;
-        // And through the public entry: the length check comes first for real views.
-        expect_error(
-            transpose(gpu, Variant::V01Naive, 1, big, a.view(), b.view_mut()),
-            &["bad input"],
-        )
-    }));
+            gpu.sync()?;
+            if c.to_host()? != vec![7.0f32; 8] {
+                return Err(Error::Mismatch("an empty transpose wrote something".into()));
+            }
+            Ok(())
+        },
+    ));
+    t.push(GpuTest::new(
+        "transpose_dimension_past_32_bit_index_is_refused",
+        |gpu| {
+            // A 1 × 2^31 matrix cannot be allocated cheaply; the limit is checked from the shape
+            // and the views' lengths alone, so fake-length views of an empty array suffice.
+            let a = gpu.alloc::<f32>(0)?;
+            let mut b = gpu.alloc::<f32>(0)?;
+            let big = (MAX_DIM + 1) as usize;
+            let r = validate("transpose_v04_multi_element_vectorized", 1, big, big, big);
+            expect_error(r, &["columns (n)", "limit"])?;
+            let r = validate("transpose_v01_naive", big, 1, big, big);
+            expect_error(r, &["rows (m)", "limit"])?;
+            // And through the public entry: the length check comes first for real views.
+            expect_error(
+                transpose(gpu, Variant::V01Naive, 1, big, a.view(), b.view_mut()),
+                &["bad input"],
+            )
+        },
+    ));
     t
 }
 
@@ -422,7 +433,10 @@ mod tests {
 
     #[test]
     fn cost_model_hand_computed() {
-        assert_eq!(cost(8192, 8192), Cost::new(Flops(0), Bytes(2 * 4 * 8192 * 8192)));
+        assert_eq!(
+            cost(8192, 8192),
+            Cost::new(Flops(0), Bytes(2 * 4 * 8192 * 8192))
+        );
         assert_eq!(cost(3, 5).min_bytes, Bytes(120));
         assert_eq!(modelled_bytes(Variant::V01Naive, 3, 5), Bytes(60 + 480));
         assert_eq!(modelled_bytes(Variant::V03Padded, 3, 5), Bytes(120));
@@ -484,18 +498,22 @@ mod tests {
                                 }
                             }
                             Variant::V04MultiElementVectorized => {
-                                let vec = v04_multi_element_vectorized::VEC;
+                                use v04_multi_element_vectorized as k4;
+                                let vec = k4::VEC;
                                 let j0 = (bx * bx_n + tx) * vec;
-                                let mut i0 = (by * by_n + ty) * vec;
+                                let mut i0 = by * k4::BLOCK_ROWS + ty * vec;
                                 while j0 < n && i0 < m {
-                                    for r in 0..vec {
-                                        for c in 0..vec {
-                                            if i0 + r < m && j0 + c < n {
-                                                put(i0 + r, j0 + c);
+                                    for k in 0..k4::ROW_BLOCKS {
+                                        let i1 = i0 + k * k4::SUB_ROWS;
+                                        for r in 0..vec {
+                                            for c in 0..vec {
+                                                if i1 + r < m && j0 + c < n {
+                                                    put(i1 + r, j0 + c);
+                                                }
                                             }
                                         }
                                     }
-                                    i0 += gy * by_n * vec;
+                                    i0 += gy * k4::BLOCK_ROWS;
                                 }
                             }
                         }
@@ -509,7 +527,17 @@ mod tests {
     #[test]
     fn kernels_index_math_covers_every_element_once() {
         for v in LADDER {
-            for (m, n) in [(1, 1), (1, 70), (70, 1), (33, 65), (4, 8), (131, 37), (260, 132)] {
+            for (m, n) in [
+                (1, 1),
+                (1, 70),
+                (70, 1),
+                (33, 65),
+                (4, 8),
+                (131, 37),
+                (260, 132),
+                (300, 8),
+                (513, 4),
+            ] {
                 for cap in [u32::MAX, 1, 2] {
                     let out = simulate(v, m, n, cap);
                     let want: Vec<u32> = transpose_ref(
@@ -531,9 +559,13 @@ mod tests {
         let cfg = Variant::V01Naive.launch_config(1 << 30, 1);
         assert_eq!(cfg.grid.1, MAX_GRID_Y);
         let cfg = Variant::V04MultiElementVectorized.launch_config(8192, 8192);
-        assert_eq!(cfg.grid, (8192 / 32, 8192 / 128, 1));
+        use v04_multi_element_vectorized as k4;
+        assert_eq!(cfg.grid, (8192 / 32, 8192 / (128 * k4::ROW_BLOCKS), 1));
         assert_eq!(cfg.block, (8, 32, 1));
-        assert_eq!(Variant::V03Padded.launch_config(33, 65).shared_bytes, 32 * 33 * 4);
+        assert_eq!(
+            Variant::V03Padded.launch_config(33, 65).shared_bytes,
+            32 * 33 * 4
+        );
     }
 
     #[test]

@@ -57,7 +57,11 @@ mod kernels {
             sync_threads();
             let mut total = 0.0;
             if w == 0 {
-                let mine = if lane < nwarps { *words.add(lane as usize) } else { 0.0 };
+                let mine = if lane < nwarps {
+                    *words.add(lane as usize)
+                } else {
+                    0.0
+                };
                 total = warp::sum_f32(mine);
             }
             total
