@@ -498,22 +498,18 @@ mod tests {
                                 }
                             }
                             Variant::V04MultiElementVectorized => {
-                                use v04_multi_element_vectorized as k4;
-                                let vec = k4::VEC;
+                                let vec = v04_multi_element_vectorized::VEC;
                                 let j0 = (bx * bx_n + tx) * vec;
-                                let mut i0 = by * k4::BLOCK_ROWS + ty * vec;
+                                let mut i0 = (by * by_n + ty) * vec;
                                 while j0 < n && i0 < m {
-                                    for k in 0..k4::ROW_BLOCKS {
-                                        let i1 = i0 + k * k4::SUB_ROWS;
-                                        for r in 0..vec {
-                                            for c in 0..vec {
-                                                if i1 + r < m && j0 + c < n {
-                                                    put(i1 + r, j0 + c);
-                                                }
+                                    for r in 0..vec {
+                                        for c in 0..vec {
+                                            if i0 + r < m && j0 + c < n {
+                                                put(i0 + r, j0 + c);
                                             }
                                         }
                                     }
-                                    i0 += gy * k4::BLOCK_ROWS;
+                                    i0 += gy * by_n * vec;
                                 }
                             }
                         }
@@ -537,6 +533,7 @@ mod tests {
                 (260, 132),
                 (300, 8),
                 (513, 4),
+                (2100, 70),
             ] {
                 for cap in [u32::MAX, 1, 2] {
                     let out = simulate(v, m, n, cap);
@@ -559,8 +556,7 @@ mod tests {
         let cfg = Variant::V01Naive.launch_config(1 << 30, 1);
         assert_eq!(cfg.grid.1, MAX_GRID_Y);
         let cfg = Variant::V04MultiElementVectorized.launch_config(8192, 8192);
-        use v04_multi_element_vectorized as k4;
-        assert_eq!(cfg.grid, (8192 / 32, 8192 / (128 * k4::ROW_BLOCKS), 1));
+        assert_eq!(cfg.grid, (8192 / 32, 8192 / 128, 1));
         assert_eq!(cfg.block, (8, 32, 1));
         assert_eq!(
             Variant::V03Padded.launch_config(33, 65).shared_bytes,
