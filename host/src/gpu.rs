@@ -266,6 +266,13 @@ impl Gpu {
         self.memset_u32(view.addr, POISON_F32_BITS, view.len)
     }
 
+    /// Fill `view` (4-byte elements) with zero bits (0.0 as f32), stream-ordered: the start
+    /// value of an accumulator that kernels add into atomically.
+    pub fn zero<T: DeviceCopy>(&self, view: ViewMut<'_, T>) -> Result<()> {
+        assert_eq!(size_of::<T>(), 4, "zero() is for 4-byte elements");
+        self.memset_u32(view.addr, 0, view.len)
+    }
+
     /// Fill `len` 4-byte words at `addr` with `value`, stream-ordered.
     fn memset_u32(&self, addr: u64, value: u32, len: usize) -> Result<()> {
         if len == 0 {

@@ -1,0 +1,49 @@
+//! transpose/v01_naive — one element per thread, straight from the definition.
+//!
+//! The baseline: thread `(x, y)` reads `in[y][x]` and writes `out[x][y]`.
+//!
+//! Thread mapping: blocks of `BLOCK_X × BLOCK_Y` threads; x runs along the input's columns,
+//! so a warp reads 32 consecutive floats of one input row (one 128-byte line) and writes 32
+//! floats that are M floats apart in the output: 32 separate 32-byte sectors for 128 useful
+//! bytes. Block rows past `gridDim.y` are covered by a loop in y.
+//!
+//! Memory traffic: reads at the minimum; writes touch a whole 32-byte sector per 4-byte
+//! element. L2 merges partial sector writes from neighbouring warps only when they meet in
+//! cache, so DRAM sees up to 8× the write bytes.
+//!
+//! Expected bound: DRAM, limited by the strided writes (well below the copy roof).
+
+/// Threads per block in x (along input columns): one warp.
+pub const BLOCK_X: u32 = 32;
+/// Threads per block in y (along input rows).
+pub const BLOCK_Y: u32 = 8;
+
+#[cfg(target_arch = "nvptx64")]
+mod kernels {
+    use super::{BLOCK_X, BLOCK_Y};
+    use crate::gpu::thread;
+
+    /// `out[j][i] = inp[i][j]`; `inp` is `m × n`, `out` is `n × m`, both row-major.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "gpu-kernel" fn transpose_v01_naive(
+        inp: *const f32,
+        out: *mut f32,
+        m: u32,
+        n: u32,
+    ) {
+        let j = thread::block_idx_x() * BLOCK_X + thread::thread_idx_x();
+        if j >= n {
+            return;
+        }
+        let mut i = thread::block_idx_y() * BLOCK_Y + thread::thread_idx_y();
+        let step = thread::grid_dim_y() * BLOCK_Y;
+        while i < m {
+            // SAFETY: i < m and j < n, so both offsets lie inside the m·n-element buffers.
+            unsafe {
+                *out.add(j as usize * m as usize + i as usize) =
+                    *inp.add(i as usize * n as usize + j as usize);
+            }
+            i += step;
+        }
+    }
+}
