@@ -314,14 +314,25 @@ pub struct KernelResources {
     pub smem: u32,
 }
 
-/// Attach ptxas figures (for `arch`) to rows: every kernel whose entry starts with the row's
-/// `family_variant` (several for multi-kernel variants; the largest register count shown).
+/// Whether kernel entry `entry` belongs to a row: it starts with `family_vNN_` and carries
+/// every word of the row's variant (so `norm_v01_two_pass_stats_rmsnorm_bf16` and
+/// `..._apply_...` both belong to row `v01_two_pass_rmsnorm_bf16`).
+pub fn entry_belongs_to(entry: &str, family: &str, variant: &str) -> bool {
+    let Some(rest) = entry.strip_prefix(family).and_then(|r| r.strip_prefix('_')) else {
+        return false;
+    };
+    let words: Vec<&str> = rest.split('_').collect();
+    let mut want = variant.split('_');
+    want.next().is_some_and(|step| words.first() == Some(&step)) && want.all(|w| words.contains(&w))
+}
+
+/// Attach ptxas figures (for `arch`) to rows: every kernel entry of the row (several for
+/// multi-kernel variants; the largest register count shown, spills summed).
 pub fn attach_resources(rows: &mut [Row], res: &[KernelResources], arch: &str) {
     for r in rows.iter_mut() {
-        let stem = format!("{}_{}", r.family, r.variant);
         let mine: Vec<_> = res
             .iter()
-            .filter(|k| k.arch == arch && k.name.starts_with(&stem))
+            .filter(|k| k.arch == arch && entry_belongs_to(&k.name, &r.family, &r.variant))
             .collect();
         if !mine.is_empty() {
             r.registers = mine.iter().filter_map(|k| k.registers).max();
@@ -620,6 +631,45 @@ mod tests {
         // 100 bytes at 100 GB/s: 0.001 µs floor; measured 2 µs -> 0.05 % of roof.
         assert!((rows[1].pct_of_roof.unwrap() - 0.05).abs() < 1e-9);
         assert_eq!(rows[1].accounting.unwrap().bound, Bound::Memory);
+    }
+
+    #[test]
+    fn entries_belong_to_their_rows() {
+        assert!(entry_belongs_to(
+            "norm_v01_two_pass_stats_rmsnorm_bf16",
+            "norm",
+            "v01_two_pass_rmsnorm_bf16"
+        ));
+        assert!(entry_belongs_to(
+            "norm_v01_two_pass_apply_rmsnorm_bf16",
+            "norm",
+            "v01_two_pass_rmsnorm_bf16"
+        ));
+        assert!(!entry_belongs_to(
+            "norm_v01_two_pass_apply_rmsnorm_f32",
+            "norm",
+            "v01_two_pass_rmsnorm_bf16"
+        ));
+        assert!(entry_belongs_to(
+            "memory_v01_strided_copy",
+            "memory",
+            "v01_strided_copy"
+        ));
+        assert!(!entry_belongs_to(
+            "memory_v01_strided_saxpy",
+            "memory",
+            "v01_strided_copy"
+        ));
+        assert!(!entry_belongs_to(
+            "memory_v02_coalesced_copy",
+            "memory",
+            "v01_strided_copy"
+        ));
+        assert!(!entry_belongs_to(
+            "softmax_v05_row_in_registers_f32",
+            "softmax",
+            "auto_f32"
+        ));
     }
 
     #[test]
