@@ -202,8 +202,12 @@ fn run_case_row(case: &Case) -> Row {
     }
 }
 
+/// Peer timings already taken in this run, by family, shape and peer: every variant of a
+/// ladder at one shape compares with the same peer call, which is timed once.
+pub type PeerCache = std::collections::HashMap<String, f64>;
+
 /// Run one case: prepare, check, time. Errors become a failed row.
-pub fn run_case(gpu: &Gpu, case: &Case, reps: Reps) -> (Row, Option<Error>) {
+pub fn run_case(gpu: &Gpu, case: &Case, reps: Reps, peers: &mut PeerCache) -> (Row, Option<Error>) {
     let mut row = run_case_row(case);
     let result = (|| -> Result<Stats> {
         let mut w = (case.prepare)(gpu)?;
@@ -213,11 +217,20 @@ pub fn run_case(gpu: &Gpu, case: &Case, reps: Reps) -> (Row, Option<Error>) {
             Peer::None => {}
             Peer::Unavailable(why) => row.peer = Some(why),
             Peer::Available(name) => {
+                let key = format!("{}|{}|{}", case.family, case.shape, name);
+                let median = match peers.get(&key) {
+                    Some(&m) => m,
+                    None => {
+                        let m = Stats::from_samples(
+                            gpu.time(reps.warmup, reps.timed, |i| w.launch_peer(gpu, i))?,
+                        )
+                        .median_us;
+                        peers.insert(key, m);
+                        m
+                    }
+                };
                 row.peer = Some(name);
-                let p = Stats::from_samples(
-                    gpu.time(reps.warmup, reps.timed, |i| w.launch_peer(gpu, i))?,
-                );
-                row.peer_median_us = Some(p.median_us);
+                row.peer_median_us = Some(median);
             }
         }
         Ok(Stats::from_samples(samples))

@@ -237,10 +237,11 @@ fn main() -> ExitCode {
         // Rows as they complete, so a run killed midway leaves what it measured.
         let partial_path = args.out.join("bench-partial.jsonl");
         let mut partial = std::fs::File::create(&partial_path).ok();
+        let mut peer_cache = bench::PeerCache::new();
         for case in &cases {
             let row = match &gpu {
                 Some(gpu) => {
-                    let (row, err) = bench::run_case(gpu, case, reps);
+                    let (row, err) = bench::run_case(gpu, case, reps, &mut peer_cache);
                     match (&row.median_us, &err) {
                         (Some(m), _) => eprintln!("  {:<48} {:>10.1} µs", row.name, m),
                         (None, Some(e)) => eprintln!("  {:<48} FAILED: {e}", row.name),
