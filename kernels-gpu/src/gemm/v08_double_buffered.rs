@@ -64,9 +64,7 @@ mod kernels {
     use super::*;
     use crate::gemm::dev::{at, fetch_tile, store_a_transposed, store_b, store_c4, warp_tile_bk16};
     use crate::gemm::rows_vectorizable;
-    use crate::gpu::async_copy::{
-        commit_group, copy_16_zfill, shared_addr, wait_group,
-    };
+    use crate::gpu::async_copy::{commit_group, copy_16_zfill, shared_addr, wait_group};
     use crate::gpu::vector::F32x4;
     use crate::gpu::{shared, sync_threads, thread, warp};
 
