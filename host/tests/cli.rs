@@ -93,7 +93,7 @@ fn no_gpu_gives_one_clear_line_and_a_predicted_report() {
     assert!(dir.join("roofline.svg").exists() && dir.join("bench.csv").exists());
     assert!(dir.join("bars-memory.svg").exists());
     assert!(
-        !dir.join("bench-partial.jsonl").exists(),
+        !dir.join("bench-partial.json").exists(),
         "partial log removed after a whole run"
     );
     std::fs::remove_dir_all(&dir).unwrap();

@@ -5,7 +5,6 @@
 //! and `bars-FAMILY.svg`. Without one: the same report, predicted from the cost model and a
 //! datasheet profile, every measured column marked "needs a GPU".
 
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -234,9 +233,14 @@ fn main() -> ExitCode {
         };
 
     if !args.ceilings {
-        // Rows as they complete, so a run killed midway leaves what it measured.
-        let partial_path = args.out.join("bench-partial.jsonl");
-        let mut partial = std::fs::File::create(&partial_path).ok();
+        // After every row, a whole report of the rows so far goes to bench-partial.json
+        // (atomically): a run killed midway leaves bench.json of the last whole run intact
+        // and what it measured here, readable by `cargo xtask report`.
+        let partial_path = args.out.join("bench-partial.json");
+        let started = utc_now();
+        let device = gpu
+            .as_ref()
+            .and_then(|g| serde_json::to_value(&g.info).ok());
         let mut peer_cache = bench::PeerCache::new();
         for case in &cases {
             let row = match &gpu {
@@ -263,10 +267,26 @@ fn main() -> ExitCode {
                 }
                 None => bench::unmeasured_row(case),
             };
-            if let Some(f) = partial.as_mut() {
-                let _ = writeln!(f, "{}", serde_json::to_string(&row).unwrap_or_default());
-            }
             rows.push(row);
+            let mut so_far = rows.clone();
+            bench::relate(&mut so_far, Some(&roofs));
+            let partial = Report {
+                rooflab_version: env!("CARGO_PKG_VERSION").into(),
+                date_utc: started.clone(),
+                device: device.clone(),
+                measured: gpu.is_some(),
+                ceilings: measured_ceilings.clone(),
+                roofs: Some(roofs.clone()),
+                rows: so_far,
+                note: Some(format!(
+                    "partial: {} of {} cases done",
+                    rows.len(),
+                    cases.len()
+                )),
+            };
+            if let Ok(json) = serde_json::to_string_pretty(&partial) {
+                let _ = bench::atomic_write(&partial_path, json.as_bytes());
+            }
         }
     }
     let measured = gpu.is_some();
@@ -343,7 +363,7 @@ fn main() -> ExitCode {
             }
         }
     }
-    let _ = std::fs::remove_file(args.out.join("bench-partial.jsonl"));
+    let _ = std::fs::remove_file(args.out.join("bench-partial.json"));
     println!(
         "report: {}/bench.json, bench.csv, roofline.svg, bars-*.svg",
         args.out.display()
