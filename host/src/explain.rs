@@ -115,7 +115,32 @@ pub fn explain(cases: &[Case], name: &str, profile: &DeviceProfile) -> Option<St
             );
         }
     }
+    // The kernel entries behind this name (several for multi-kernel variants, none for a
+    // host-side dispatcher such as `softmax/auto`), for `cargo xtask explain` to look up.
+    let first = cases.iter().find(|c| c.name() == name)?;
+    let entries = kernel_entries(first.family, first.variant);
+    let _ = writeln!(
+        s,
+        "\n  kernels        {}",
+        if entries.is_empty() {
+            "(none: chosen on the host at run time)".to_string()
+        } else {
+            entries.join(" ")
+        }
+    );
     Some(s)
+}
+
+/// Every `.entry` in the newest built PTX that belongs to row `family/variant`.
+pub fn kernel_entries(family: &str, variant: &str) -> Vec<String> {
+    let Some((_, ptx)) = crate::ptx::BUILT.last() else {
+        return Vec::new();
+    };
+    ptx.lines()
+        .filter_map(|l| l.trim().strip_prefix(".visible .entry "))
+        .map(|l| l.split('(').next().unwrap_or("").trim().to_string())
+        .filter(|e| crate::bench::entry_belongs_to(e, family, variant))
+        .collect()
 }
 
 /// The `--explain` mode. Exit 2 with the valid names when `name` is unknown.
