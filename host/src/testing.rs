@@ -56,6 +56,16 @@ pub fn lengths(lengths: &[usize]) -> Vec<usize> {
         .collect()
 }
 
+/// The test shapes to use now: all of `shapes`, or only those whose `elements` are at most
+/// 2^20 when sanitizing (the shapes that exercise edges and tails stay; the big ones go).
+pub fn shapes<T: Copy>(shapes: &[T], elements: impl Fn(&T) -> usize) -> Vec<T> {
+    shapes
+        .iter()
+        .copied()
+        .filter(|s| !sanitizing() || elements(s) <= 1 << 20)
+        .collect()
+}
+
 /// Environment variable that makes the GPU test binary run one fault scenario as a child
 /// process (a device fault leaves the CUDA context unusable, so it cannot share a process).
 pub const CHILD_VAR: &str = "ROOFLAB_FAULT_CHILD";

@@ -331,7 +331,11 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
                 t.push(GpuTest::new(
                     format!("{}_matches_cpu", v.entry(k, dt)),
                     move |gpu| {
-                        for (i, &(rows, cols)) in TEST_SHAPES.iter().enumerate() {
+                        for (i, &(rows, cols)) in
+                            crate::testing::shapes(&TEST_SHAPES, |&(r, c)| r * c)
+                                .iter()
+                                .enumerate()
+                        {
                             if v == Variant::V03FusedVectorized && cols > ROW_MAX_COLS as usize {
                                 continue;
                             }

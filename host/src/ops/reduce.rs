@@ -456,8 +456,8 @@ pub const TEST_LENGTHS: [usize; 11] = [
 ];
 
 pub fn check_variant(gpu: &Gpu, v: Variant, seed: u64) -> Result<()> {
-    let mut lengths = TEST_LENGTHS.to_vec();
-    if !matches!(v, Variant::V01Atomic) {
+    let mut lengths = crate::testing::lengths(&TEST_LENGTHS);
+    if !matches!(v, Variant::V01Atomic) && !crate::testing::sanitizing() {
         // The top of the supported range (1 GiB of input); v01 is limited to 2^24 (above).
         lengths.push(1 << 28);
     }

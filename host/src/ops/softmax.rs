@@ -311,7 +311,10 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
             t.push(GpuTest::new(
                 format!("{}_matches_cpu", v.entry(dt)),
                 move |gpu| {
-                    for (i, &(rows, cols)) in TEST_SHAPES.iter().enumerate() {
+                    for (i, &(rows, cols)) in crate::testing::shapes(&TEST_SHAPES, |&(r, c)| r * c)
+                        .iter()
+                        .enumerate()
+                    {
                         if v == Variant::V05RowInRegisters && cols > ROW_MAX_COLS as usize {
                             continue;
                         }
@@ -326,7 +329,10 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
         t.push(GpuTest::new(
             format!("softmax_auto_{}_matches_cpu", dt.name()),
             move |gpu| {
-                for (i, &(rows, cols)) in TEST_SHAPES.iter().enumerate() {
+                for (i, &(rows, cols)) in crate::testing::shapes(&TEST_SHAPES, |&(r, c)| r * c)
+                    .iter()
+                    .enumerate()
+                {
                     check(gpu, None, dt, rows, cols, Pattern::NegInf, seed + i as u64)?;
                 }
                 Ok(())

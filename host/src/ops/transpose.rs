@@ -264,7 +264,10 @@ pub const TEST_SHAPES: [(usize, usize); 12] = [
 pub const TEST_OFFSETS: [(usize, usize); 3] = [(0, 0), (1, 1), (0, 3)];
 
 pub fn check_variant(gpu: &Gpu, v: Variant, seed: u64) -> Result<()> {
-    for (k, &(m, n)) in TEST_SHAPES.iter().enumerate() {
+    for (k, &(m, n)) in crate::testing::shapes(&TEST_SHAPES, |&(m, n)| m * n)
+        .iter()
+        .enumerate()
+    {
         let offsets: &[(usize, usize)] = if m * n <= 1 << 22 {
             &TEST_OFFSETS
         } else {
