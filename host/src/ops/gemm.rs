@@ -494,7 +494,7 @@ pub const TEST_SHAPES: [Dims; 7] = [
 /// The whole check of one variant (or of cuBLAS with `v == None`).
 pub fn check_all(gpu: &Gpu, v: Option<Variant>, cublas: Option<&Cublas>, seed: u64) -> Result<()> {
     // Under the sanitizer only the small shapes (all edges and tails are among them).
-    let shapes = crate::testing::shapes(&TEST_SHAPES, |d| d.m * d.n * d.k >> 4);
+    let shapes = crate::testing::shapes(&TEST_SHAPES, |d| (d.m * d.n * d.k) >> 4);
     for (i, &d) in shapes.iter().enumerate() {
         for (j, &(alpha, beta)) in TEST_SCALARS.iter().enumerate() {
             let s = seed.wrapping_add((i * 7 + j) as u64);
