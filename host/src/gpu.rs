@@ -318,7 +318,7 @@ impl Gpu {
     /// # Safety
     /// `args` must point to values whose types and order match the kernel's parameters, and
     /// every device address among them must be valid for what the kernel accesses.
-    pub unsafe fn launch(
+    pub(crate) unsafe fn launch(
         &self,
         kernel: &str,
         cfg: LaunchConfig,
