@@ -536,6 +536,15 @@ impl LaunchConfig {
         })
     }
 
+    /// One block of `block_threads` per row, `rows` rows (row-wise kernels: softmax, norms).
+    pub fn one_block_per_row(rows: usize, block_threads: u32, shared_bytes: u32) -> LaunchConfig {
+        LaunchConfig {
+            grid: (rows as u32, 1, 1),
+            block: (block_threads, 1, 1),
+            shared_bytes,
+        }
+    }
+
     pub fn grid_2d(grid: (u32, u32), block: (u32, u32), shared_bytes: u32) -> LaunchConfig {
         LaunchConfig {
             grid: (grid.0, grid.1, 1),

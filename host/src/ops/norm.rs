@@ -159,27 +159,13 @@ pub fn norm(
         cols as u32,
         a.eps,
     );
-    let per_row = |b: u32, shared: u32| LaunchConfig {
-        grid: (rows as u32, 1, 1),
-        block: (b, 1, 1),
-        shared_bytes: shared,
-    };
+    let per_row = |b: u32, shared: u32| LaunchConfig::one_block_per_row(rows, b, shared);
     // SAFETY (every launch): buffers checked above to hold rows x cols / cols elements of
     // dt, statistics `rows` f32; argument lists match the entries; one block per row.
     unsafe {
         match v {
             Variant::V01TwoPass => {
-                let st = stats.ok_or_else(|| Error::Shape {
-                    op: op.clone(),
-                    what: "v01_two_pass needs its row statistics (RowStats)".into(),
-                })?;
-                if st.max.len() != rows || st.sum.len() != rows {
-                    return Err(Error::Shape {
-                        op,
-                        what: format!("row statistics hold {} entries, need {rows}", st.max.len()),
-                    });
-                }
-                let (m, r) = (st.max.view().addr, st.sum.view().addr);
+                let (m, r) = RowStats::require(stats, rows, &op, "v01_two_pass")?;
                 let cfg = per_row(v01_two_pass::BLOCK_THREADS, v01_two_pass::SHARED_BYTES);
                 let name =
                     |s: &str| format!("{FAMILY}_v01_two_pass_{s}_{}_{}", k.name(), dt.name());

@@ -100,6 +100,27 @@ impl RowStats {
             sum: gpu.alloc(rows)?,
         })
     }
+
+    /// The device addresses of `stats` (max, sum) for a two-pass variant over `rows` rows,
+    /// or a shape error naming `op` when they are missing or sized for other rows.
+    pub fn require(
+        stats: Option<&mut RowStats>,
+        rows: usize,
+        op: &str,
+        variant: &str,
+    ) -> Result<(u64, u64)> {
+        let st = stats.ok_or_else(|| Error::Shape {
+            op: op.into(),
+            what: format!("{variant} needs its row statistics (RowStats)"),
+        })?;
+        if st.max.len() != rows || st.sum.len() != rows {
+            return Err(Error::Shape {
+                op: op.into(),
+                what: format!("row statistics hold {} entries, need {rows}", st.max.len()),
+            });
+        }
+        Ok((st.max.view().addr, st.sum.view().addr))
+    }
 }
 
 /// Softmax of each row of `x` (rows x cols) into `y` with variant `v`. v01 needs `stats`.
@@ -131,28 +152,14 @@ pub fn softmax(
         return Ok(());
     }
     let (xa, ya, c) = (x.addr(), y.addr(), cols as u32);
-    let per_row = |b: u32, shared: u32| LaunchConfig {
-        grid: (rows as u32, 1, 1),
-        block: (b, 1, 1),
-        shared_bytes: shared,
-    };
+    let per_row = |b: u32, shared: u32| LaunchConfig::one_block_per_row(rows, b, shared);
     // SAFETY (every launch below): x and y hold rows x cols elements of dt (checked above),
     // the statistics `rows` f32; argument lists match the entries; grids are one block per
     // row (v04: one warp per row).
     unsafe {
         match v {
             Variant::V01ThreeKernels => {
-                let st = stats.ok_or_else(|| Error::Shape {
-                    op: op.clone(),
-                    what: "v01_three_kernels needs its row statistics (RowStats)".into(),
-                })?;
-                if st.max.len() != rows || st.sum.len() != rows {
-                    return Err(Error::Shape {
-                        op,
-                        what: format!("row statistics hold {} entries, need {rows}", st.max.len()),
-                    });
-                }
-                let (m, s) = (st.max.view().addr, st.sum.view().addr);
+                let (m, s) = RowStats::require(stats, rows, &op, "v01_three_kernels")?;
                 let cfg = per_row(
                     v01_three_kernels::BLOCK_THREADS,
                     v01_three_kernels::SHARED_BYTES,
