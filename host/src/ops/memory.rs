@@ -436,7 +436,6 @@ struct ElementwiseWork {
 impl Workload for ElementwiseWork {
     fn check(&mut self, gpu: &Gpu) -> Result<()> {
         // A fresh, full-size check on its own buffers (the timed sets keep their data).
-        let _ = &self.sets;
         check_elementwise(gpu, self.v, self.op, self.n, 0, 0, self.seed)
     }
     fn launch(&mut self, gpu: &Gpu, i: usize) -> Result<()> {
