@@ -970,8 +970,9 @@ mod tests {
         assert!(seen.iter().all(|&s| s == 1));
     }
 
-    /// v08's copies of one stage: A's (row, k) elements land transposed, each exactly once,
-    /// B's float4s cover the tile; all inside STAGE_F32.
+    /// v08's loads of one stage (A as in v07: float4 `tid + i·THREADS` of the BM×BK tile
+    /// in row-major float4 order, stored transposed; B copied as it is): every A (row, k)
+    /// lands transposed exactly once, B's float4s cover the tile; all inside STAGE_F32.
     #[test]
     fn double_buffer_stage_layout() {
         use v08_double_buffered::*;
@@ -984,11 +985,14 @@ mod tests {
         );
         let mut hit = vec![0u8; STAGE_F32 as usize];
         for tid in 0..t {
-            // A: row tid % BM, a run of BM·BK/THREADS consecutive k.
-            let run = bm * bk / t;
-            for j in 0..run {
-                let (r, kk) = (tid % bm, (tid / bm) * run + j);
-                hit[kk * lda + r] += 1;
+            // Mirrors dev::fetch_tile::<BM, BK, ..> + dev::store_a_transposed.
+            for i in 0..bm * bk / 4 / t {
+                let idx = tid + i * t;
+                let (r, c) = (idx / (bk / 4), idx % (bk / 4) * 4);
+                assert!(r < bm);
+                for j in 0..4 {
+                    hit[(c + j) * lda + r] += 1;
+                }
             }
             for i in 0..bk * bn / 4 / t {
                 let idx = tid + i * t;

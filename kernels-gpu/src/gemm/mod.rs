@@ -13,9 +13,13 @@
 /// `unroll!(N, i => { body })`: `body` N times with `i` = 0, 1, .. N-1 as constants.
 /// Loops that index register arrays (the accumulators) must be fully unrolled or the arrays
 /// go to local memory; LLVM does not unroll the epilogue's loops by itself (their bodies are
-/// large), so the variants spell it out. N is 2, 4 or 8; callers assert it matches the tile.
+/// large), so the variants spell it out. N is 2, 4, 8 or 16; callers assert it matches the
+/// tile.
 #[allow(unused_macros)]
 macro_rules! unroll {
+    (16, $i:ident => $b:block) => {
+        unroll!(@[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] $i $b)
+    };
     (2, $i:ident => $b:block) => { unroll!(@[0, 1] $i $b) };
     (4, $i:ident => $b:block) => { unroll!(@[0, 1, 2, 3] $i $b) };
     (8, $i:ident => $b:block) => { unroll!(@[0, 1, 2, 3, 4, 5, 6, 7] $i $b) };
@@ -234,5 +238,137 @@ pub(crate) mod dev {
                 *(bs.add(r * BN + c) as *mut F32x4) = F32x4(v);
             }
         }
+    }
+
+    /// Fetch a ROWS×COLS tile of a row-major matrix (`rows × cols`, row stride `ld`) at
+    /// `(r0, c0)` into registers: thread `t` takes the float4s `t + i·THREADS`, i < N, in
+    /// row-major float4 order. Split from the shared store so the fetch of tile k+1 can be
+    /// issued before the math of tile k (its latency then hides behind the FMAs).
+    ///
+    /// # Safety
+    /// The matrix at `p` is `rows × ld` with `cols <= ld`; `vec == rows_vectorizable(p, ld)`.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn fetch_tile<
+        const ROWS: usize,
+        const COLS: usize,
+        const THREADS: usize,
+        const N: usize,
+    >(
+        p: *const f32,
+        rows: u32,
+        cols: u32,
+        ld: u32,
+        r0: u32,
+        c0: u32,
+        t: u32,
+        vec: bool,
+    ) -> [[f32; 4]; N] {
+        const { assert!(ROWS * COLS / 4 == N * THREADS && COLS.is_multiple_of(4)) };
+        let fast = vec && r0 + ROWS as u32 <= rows && c0 + COLS as u32 <= cols;
+        let mut out = [[0.0f32; 4]; N];
+        for (i, o) in out.iter_mut().enumerate() {
+            let idx = t as usize + i * THREADS;
+            let r = (idx / (COLS / 4)) as u32;
+            let c = (idx % (COLS / 4)) as u32 * 4;
+            // SAFETY: load4 checks bounds off the fast path; the fast path is in bounds and
+            // 16-byte aligned by `fast`.
+            *o = unsafe { load4(p, rows, cols, ld, r0 + r, c0 + c, fast) };
+        }
+        out
+    }
+
+    /// Store a fetched BM×BK tile of A transposed (`as_[kk*LDA + mm]`).
+    ///
+    /// # Safety
+    /// `as_` holds BK·LDA f32; `v` came from `fetch_tile::<BM, BK, THREADS, N>` with this `t`.
+    #[inline(always)]
+    pub unsafe fn store_a_transposed<
+        const BK: usize,
+        const LDA: usize,
+        const THREADS: usize,
+        const N: usize,
+    >(
+        v: &[[f32; 4]; N],
+        t: u32,
+        as_: *mut f32,
+    ) {
+        for (i, q) in v.iter().enumerate() {
+            let idx = t as usize + i * THREADS;
+            let (r, c) = (idx / (BK / 4), (idx % (BK / 4)) * 4);
+            for (j, &x) in q.iter().enumerate() {
+                // SAFETY: c + j < BK and r < BM <= LDA index inside the BK×LDA tile.
+                unsafe { *as_.add((c + j) * LDA + r) = x };
+            }
+        }
+    }
+
+    /// Store a fetched BK×BN tile of B as it is (`bs[kk*BN + nn]`), 16-byte stores.
+    ///
+    /// # Safety
+    /// `bs` holds BK·BN f32, 16-byte aligned; `v` came from `fetch_tile::<BK, BN, THREADS, N>`
+    /// with this `t`.
+    #[inline(always)]
+    pub unsafe fn store_b<const BN: usize, const THREADS: usize, const N: usize>(
+        v: &[[f32; 4]; N],
+        t: u32,
+        bs: *mut f32,
+    ) {
+        for (i, q) in v.iter().enumerate() {
+            let idx = t as usize + i * THREADS;
+            let (r, c) = (idx / (BN / 4), (idx % (BN / 4)) * 4);
+            // SAFETY: r < BK, c + 3 < BN, c a multiple of 4: an aligned float4 in the tile.
+            unsafe { *(bs.add(r * BN + c) as *mut F32x4) = F32x4(*q) };
+        }
+    }
+
+    /// The math of one BK = 16 slice for the warp-tiled kernels (v07, v08): a lane's 8×8
+    /// results as 2×2 sub-tiles of 4×4, A read from the transposed tile at column
+    /// `a_off + s·SUBM`, B at column `b_off + s·SUBN`. The k loop is fully unrolled and the
+    /// register fragments are double-buffered: the four `ld.shared.v4` of step kk+1 are
+    /// issued before the 64 FMAs of step kk, so shared-memory latency overlaps the math.
+    ///
+    /// # Safety
+    /// `as_` is a 16·LDA-f32 tile, `bs` a 16·BN-f32 tile, both 16-byte aligned; `a_off`,
+    /// `b_off`, SUBM, SUBN, LDA and BN are multiples of 4 with `a_off + SUBM + 4 <= LDA` and
+    /// `b_off + SUBN + 4 <= BN`.
+    #[inline(always)]
+    pub unsafe fn warp_tile_bk16<
+        const LDA: usize,
+        const BN: usize,
+        const SUBM: usize,
+        const SUBN: usize,
+    >(
+        as_: *const f32,
+        bs: *const f32,
+        a_off: usize,
+        b_off: usize,
+        acc: &mut [[f32; 8]; 8],
+    ) {
+        // SAFETY: every read is a float4 inside the tiles by the caller's contract.
+        let frag = |kk: usize| unsafe {
+            let a0 = lds4(as_.add(kk * LDA + a_off));
+            let a1 = lds4(as_.add(kk * LDA + a_off + SUBM));
+            let b0 = lds4(bs.add(kk * BN + b_off));
+            let b1 = lds4(bs.add(kk * BN + b_off + SUBN));
+            (
+                [a0[0], a0[1], a0[2], a0[3], a1[0], a1[1], a1[2], a1[3]],
+                [b0[0], b0[1], b0[2], b0[3], b1[0], b1[1], b1[2], b1[3]],
+            )
+        };
+        let mut fa = [[0.0f32; 8]; 2];
+        let mut fb = [[0.0f32; 8]; 2];
+        (fa[0], fb[0]) = frag(0);
+        unroll!(16, kk => {
+            if kk + 1 < 16 {
+                (fa[(kk + 1) % 2], fb[(kk + 1) % 2]) = frag(kk + 1);
+            }
+            let (ra, rb) = (&fa[kk % 2], &fb[kk % 2]);
+            for i in 0..8 {
+                for j in 0..8 {
+                    acc[i][j] = crate::gpu::math::fma(ra[i], rb[j], acc[i][j]);
+                }
+            }
+        });
     }
 }

@@ -1,4 +1,4 @@
-//! gemm/v07_warptile — warp-level tiling on top of v06.
+//! gemm/v07_warptile — warp-level tiling, unrolled k loop, next tile prefetched to registers.
 //!
 //! Changed from v06: the 128×128 block tile is split among the 8 warps as a 4×2 grid of
 //! WM×WN = 32×64 warp tiles; each warp tile is covered by WMITER×WNITER = 2×2 sub-tiles of
@@ -7,13 +7,22 @@
 //! 4 distinct float4 of A (a broadcast) and 8 consecutive float4 of B (128 bytes, one
 //! wavefront): no bank conflicts on the hot reads. BK grows to 16 (half the barriers), and
 //! the transposed A tile gets a 4-float row pad (LDA = BM + 4) to halve its store conflicts.
+//! Two latency fixes on top:
+//! - the BK = 16 loop is fully unrolled with double-buffered register fragments
+//!   (`dev::warp_tile_bk16`): the 4 `ld.shared.v4` of step k+1 are issued before the 64
+//!   FMAs of step k (64 `ld.shared.v4` + 1024 FMAs straight-line per tile);
+//! - the next tile's global float4s (2 of A, 2 of B per thread) are loaded into registers
+//!   right after the barrier and stored to shared memory only after the math, so their
+//!   latency hides behind the FMAs instead of stalling every tile.
 //!
 //! Thread mapping: warp `w`: rows `(w / 2)·32`, columns `(w % 2)·64` of the block tile;
 //! lane `l`: rows `(l / 8)·4` and columns `(l % 8)·4` of each 16×32 sub-tile. Loads: two
-//! float4 of A and two of B per thread per tile.
+//! float4 of A and two of B per thread per tile (16-byte `ld.global.nc` when the tile is
+//! inside and rows are 16-byte aligned, checked scalar loads otherwise).
 //!
 //! Memory traffic: global as v05/v06 (each input read N/128 or M/128 times, from L2 mostly);
-//! shared: 4 conflict-free `ld.shared.v4` per 64 FMAs.
+//! shared: 4 conflict-free `ld.shared.v4` per 64 FMAs. ptxas: 126 registers, so two
+//! 256-thread blocks (16 warps) fit an SM.
 //!
 //! Expected bound: FMA issue; the goal is most of the FP32 peak, ~80-90% of cuBLAS.
 
@@ -40,6 +49,8 @@ pub const SHARED_F32: u32 = BK * LDA + BK * BN;
 const _: () = assert!((WM / WMITER / TM) * (WN / WNITER / TN) == 32);
 // The epilogue's unroll! counts.
 const _: () = assert!(WMITER == 2 && WNITER == 2);
+// The fully unrolled k loop of `warp_tile_bk16`.
+const _: () = assert!(BK == 16);
 const _: () =
     assert!((BM * BK / 4).is_multiple_of(THREADS) && (BK * BN / 4).is_multiple_of(THREADS));
 // 16-byte shared reads: padded rows stay aligned, a patch is one float4 wide.
@@ -48,10 +59,10 @@ const _: () = assert!(LDA.is_multiple_of(4) && TM == 4 && TN == 4);
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
     use super::*;
-    use crate::gemm::dev::{lds4, load_a_transposed, load_b, store_c4};
+    use crate::gemm::dev::{fetch_tile, store_a_transposed, store_b, store_c4, warp_tile_bk16};
     use crate::gemm::rows_vectorizable;
     use crate::gpu::vector::F32x4;
-    use crate::gpu::{math, shared, sync_threads, thread, warp};
+    use crate::gpu::{shared, sync_threads, thread, warp};
 
     #[unsafe(no_mangle)]
     #[allow(clippy::too_many_arguments)]
@@ -76,6 +87,8 @@ mod kernels {
         const SUBN: usize = (WN / WNITER) as usize;
         const TMU: usize = TM as usize;
         const TNU: usize = TN as usize;
+        const NA: usize = BMU * BKU / 4 / T;
+        const NB: usize = BKU * BNU / 4 / T;
         // Asked for as F32x4 so the shared block is declared 16-byte aligned (float4 access).
         let smem = shared::dynamic_shared_mem::<F32x4>() as *mut f32;
         let t = thread::thread_idx_x();
@@ -90,35 +103,29 @@ mod kernels {
         let b_vec = rows_vectorizable(b as u64, n);
         let c_vec = rows_vectorizable(c as u64, n);
         let mut acc = [[0.0f32; NI * TNU]; MI * TMU];
-        let mut k0 = 0;
-        // SAFETY: the tile loaders check bounds off their fast paths; shared offsets stay
-        // inside BK·LDA + BK·BN f32 and are multiples of 4 where read as float4; stores are
-        // checked against M and N in store_c4.
+        let tiles = k.div_ceil(BK);
+        // SAFETY: fetch_tile checks bounds off its fast path; shared offsets stay inside
+        // BK·LDA + BK·BN f32 and are multiples of 4 where read as float4; stores are
+        // checked against M and N in store_c4. The first barrier orders the stores before
+        // the reads, the second the reads before the next tile's stores.
         unsafe {
             let (as_, bs) = (smem, smem.add(BKU * LDAU));
-            while k0 < k {
-                load_a_transposed::<BMU, BKU, LDAU, T>(a, m, k, bm0, k0, t, as_, a_vec);
-                load_b::<BKU, BNU, T>(b, n, k, k0, bn0, t, bs, b_vec);
-                sync_threads();
-                for kk in 0..BKU {
-                    let mut ra = [0.0f32; MI * TMU];
-                    let mut rb = [0.0f32; NI * TNU];
-                    for s in 0..MI {
-                        let v = lds4(as_.add(kk * LDAU + wm0 + s * SUBM + lr));
-                        ra[s * TMU..s * TMU + 4].copy_from_slice(&v);
+            if tiles > 0 {
+                let mut ra = fetch_tile::<BMU, BKU, T, NA>(a, m, k, k, bm0, 0, t, a_vec);
+                let mut rb = fetch_tile::<BKU, BNU, T, NB>(b, k, n, n, 0, bn0, t, b_vec);
+                for tile in 0..tiles {
+                    store_a_transposed::<BKU, LDAU, T, NA>(&ra, t, as_);
+                    store_b::<BNU, T, NB>(&rb, t, bs);
+                    sync_threads();
+                    // The next tile's global loads are in flight during this tile's math.
+                    if tile + 1 < tiles {
+                        let k0 = (tile + 1) * BK;
+                        ra = fetch_tile::<BMU, BKU, T, NA>(a, m, k, k, bm0, k0, t, a_vec);
+                        rb = fetch_tile::<BKU, BNU, T, NB>(b, k, n, n, k0, bn0, t, b_vec);
                     }
-                    for s in 0..NI {
-                        let v = lds4(bs.add(kk * BNU + wn0 + s * SUBN + lc));
-                        rb[s * TNU..s * TNU + 4].copy_from_slice(&v);
-                    }
-                    for i in 0..MI * TMU {
-                        for j in 0..NI * TNU {
-                            acc[i][j] = math::fma(ra[i], rb[j], acc[i][j]);
-                        }
-                    }
+                    warp_tile_bk16::<LDAU, BNU, SUBM, SUBN>(as_, bs, wm0 + lr, wn0 + lc, &mut acc);
+                    sync_threads();
                 }
-                sync_threads();
-                k0 += BK;
             }
             unroll!(2, sm => {
                 unroll!(4, i => {

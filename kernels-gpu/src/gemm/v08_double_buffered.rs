@@ -1,25 +1,27 @@
-//! gemm/v08_double_buffered — cp.async into two shared-memory stages.
+//! gemm/v08_double_buffered — v07 with two shared-memory stages and cp.async for B.
 //!
 //! Changed from v07 (same 128×128×16 block tile, 32×64 warp tiles, 8×8 results per
-//! thread): tiles travel global → shared with `cp.async`, without passing through
-//! registers, into one of two stages. While the warps compute on stage `s` the copies of the
-//! next tile into stage `s^1` are in flight, so the load latency hides behind the FMAs and
-//! each k-step costs one barrier wait less exposed latency.
+//! thread, same unrolled fragment-prefetching inner loop `dev::warp_tile_bk16`): two
+//! shared-memory stages. While the warps compute on stage `s`, tile t+1 moves into stage
+//! `s^1`, so a tile costs one barrier instead of two (the write-after-read barrier goes).
 //!
-//! - B: 16-byte `cp.async.cg` (two per thread per tile); at the right edge the source size
-//!   operand zero-fills the missing part. Rows not 16-byte aligned (N % 4 != 0) fall back to
-//!   4-byte copies.
-//! - A: stored transposed (`As[k][m]`, row stride LDA = BM + 4), which a 16-byte copy cannot
-//!   do, so A moves with 4-byte `cp.async.ca` (eight per thread per tile: eight consecutive
-//!   k of one row, from one row pointer; lanes take consecutive rows, so the shared writes
-//!   are conflict-free and the row's sectors are reused from L1). Out-of-range elements are
-//!   zero-filled.
+//! - B: 16-byte `cp.async.cg` (two per thread per tile) straight into the next stage,
+//!   without registers; at the edges the source-size operand zero-fills. Rows not 16-byte
+//!   aligned (N % 4 != 0) go through registers with checked loads instead (slow path).
+//! - A: stored transposed (`As[k][m]`, row stride LDA = BM + 4), which a 16-byte copy
+//!   cannot do, so A goes as in v07: two 16-byte `ld.global.nc` into registers before the
+//!   math, transposed `st.shared` into the next stage after it. (v08's first version used
+//!   eight 4-byte `cp.async` per thread for A; the register route is 4x fewer requests.)
 //!
-//! Pipeline: load(0); for each tile: issue load(next) into the other stage, wait for the
-//! current one (`cp.async.wait_group 1`), barrier, compute, barrier.
+//! Pipeline: prologue loads tile 0 into stage 0. For each tile: issue B(t+1) copies and
+//! A(t+1) loads (past the last tile they read nothing and fill the idle stage with zeros,
+//! which keeps the loop branch-free and the register count at 128), compute on stage t%2,
+//! store A(t+1), `cp.async.wait_group 0`, barrier.
 //!
-//! Thread mapping: compute as v07.
+//! Thread mapping: compute as v07; A load as v07; B copy: row `t / 32`, columns
+//! `(t % 32)·4` (and 8 rows further for the second).
 //! Memory traffic: global as v07; shared: 2 stages of BK·(LDA + BN) f32 (33 KiB).
+//! ptxas: 128 registers, two 256-thread blocks per SM.
 //!
 //! Expected bound: FMA issue; ≥ v07, the ladder's best: ~90% of cuBLAS SGEMM.
 
@@ -49,69 +51,54 @@ pub const SHARED_F32: u32 = STAGES * STAGE_F32;
 const _: () = assert!((WM / WMITER / TM) * (WN / WNITER / TN) == 32);
 // The epilogue's unroll! counts.
 const _: () = assert!(WMITER == 2 && WNITER == 2);
-const _: () = assert!((BM * BK).is_multiple_of(THREADS) && (BK * BN / 4).is_multiple_of(THREADS));
+const _: () =
+    assert!((BM * BK / 4).is_multiple_of(THREADS) && (BK * BN / 4).is_multiple_of(THREADS));
 // A's copy mapping: THREADS is a whole number of BM-thread row sets.
-const _: () = assert!(THREADS.is_multiple_of(BM) && BK.is_multiple_of(THREADS / BM));
+// The fully unrolled k loop of `warp_tile_bk16`.
+const _: () = assert!(BK == 16);
 // 16-byte alignment of every stage, of B inside a stage and of the float4 reads.
 const _: () = assert!(LDA.is_multiple_of(4) && STAGE_F32.is_multiple_of(4) && TM == 4 && TN == 4);
 
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
     use super::*;
-    use crate::gemm::dev::{at, lds4, store_c4};
+    use crate::gemm::dev::{at, fetch_tile, store_a_transposed, store_b, store_c4, warp_tile_bk16};
     use crate::gemm::rows_vectorizable;
-    use crate::gpu::async_copy::{
-        commit_group, copy_4_zfill, copy_16_zfill, shared_addr, wait_group,
-    };
+    use crate::gpu::async_copy::{commit_group, copy_16_zfill, shared_addr, wait_group};
     use crate::gpu::vector::F32x4;
-    use crate::gpu::{math, shared, sync_threads, thread, warp};
+    use crate::gpu::{shared, sync_threads, thread, warp};
 
     const BMU: usize = BM as usize;
     const BNU: usize = BN as usize;
     const BKU: usize = BK as usize;
     const LDAU: usize = LDA as usize;
     const T: usize = THREADS as usize;
-    /// Consecutive k of one A row that one thread copies per tile.
-    const A_RUN: u32 = BM * BK / THREADS;
+    /// float4s of A and of B per thread per tile.
+    const NA: usize = BMU * BKU / 4 / T;
+    const NB: usize = BKU * BNU / 4 / T;
 
-    /// Issue the copies of the tiles at `k0` into the stage starting at shared address
-    /// `stage` (bytes), and commit them as one group.
+    /// Issue the copies of the B tile at `k0` into the stage at `stage_ptr` and commit them
+    /// as one group.
     ///
     /// # Safety
-    /// A is M×K, B is K×N; `stage` is a 16-byte aligned shared address of STAGE_F32 f32;
+    /// B is K×N; `stage_ptr` is a 16-byte aligned stage of STAGE_F32 f32 in shared memory;
     /// `b_vec == rows_vectorizable(b, n)`.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn load_stage(
-        a: *const f32,
+    unsafe fn load_stage_b(
         b: *const f32,
-        m: u32,
         n: u32,
         k: u32,
-        bm0: u32,
         bn0: u32,
         k0: u32,
         t: u32,
-        stage: u32,
+        stage_ptr: *mut f32,
         b_vec: bool,
     ) {
+        let stage = shared_addr(stage_ptr);
         // SAFETY: every copy reads only in-bounds elements (src size 0 otherwise, with the
         // address clamped to the matrix start) and writes inside the stage.
         unsafe {
-            // A: thread t copies row `t % BM`, the A_RUN consecutive k from
-            // `(t / BM)·A_RUN`: one row pointer serves all its copies. A warp's lanes take
-            // 32 consecutive rows at one k, so the transposed shared writes are
-            // conflict-free; the global reads of one row's k share sectors through L1.
-            let r = t % BM;
-            let kb = (t / BM) * A_RUN;
-            let row_ok = bm0 + r < m;
-            let a_row = if row_ok { a.add(at(bm0 + r, k, 0)) } else { a };
-            for j in 0..A_RUN {
-                let kk = kb + j;
-                let ok = row_ok && k0 + kk < k;
-                let src = if ok { a_row.add((k0 + kk) as usize) } else { a };
-                copy_4_zfill(stage + 4 * (kk * LDA + r), src, if ok { 4 } else { 0 });
-            }
             let bs = stage + 4 * BK * LDA;
             if b_vec {
                 for i in 0..BKU * BNU / 4 / T {
@@ -130,17 +117,10 @@ mod kernels {
                     copy_16_zfill(bs + 4 * (r * BN + cc), src, bytes);
                 }
             } else {
-                for i in 0..BKU * BNU / T {
-                    let idx = t as usize + i * T;
-                    let (r, cc) = ((idx / BNU) as u32, (idx % BNU) as u32);
-                    let ok = k0 + r < k && bn0 + cc < n;
-                    let src = if ok {
-                        b.add(at(k0 + r, n, bn0 + cc))
-                    } else {
-                        b
-                    };
-                    copy_4_zfill(bs + 4 * (r * BN + cc), src, if ok { 4 } else { 0 });
-                }
+                // Rows not 16-byte aligned: through registers with checked scalar loads
+                // (a slow path for odd N only, so its latency is not hidden).
+                let rb = fetch_tile::<BKU, BNU, T, NB>(b, k, n, n, k0, bn0, t, false);
+                store_b::<BNU, T, NB>(&rb, t, stage_ptr.add(BKU * LDAU));
             }
         }
         commit_group();
@@ -167,7 +147,6 @@ mod kernels {
         const STAGE: usize = STAGE_F32 as usize;
         // Asked for as F32x4 so the shared block is declared 16-byte aligned (float4 access).
         let smem = shared::dynamic_shared_mem::<F32x4>() as *mut f32;
-        let smem_addr = shared_addr(smem);
         let t = thread::thread_idx_x();
         let (bm0, bn0) = (thread::block_idx_y() * BM, thread::block_idx_x() * BN);
         let w = t / warp::WARP_SIZE;
@@ -178,45 +157,39 @@ mod kernels {
         let lc = (lane % (SUBN / TNU) as u32) as usize * TNU;
         let b_vec = rows_vectorizable(b as u64, n);
         let c_vec = rows_vectorizable(c as u64, n);
+        let a_vec = rows_vectorizable(a as u64, k);
         let tiles = k.div_ceil(BK);
         let mut acc = [[0.0f32; NI * TNU]; MI * TMU];
-        // SAFETY: copies stay inside their stage and read in bounds (load_stage); shared
-        // reads stay inside the stage being computed on, float4-aligned; stores are checked
-        // against M and N in store_c4. The wait + barrier order every copy before its reads,
-        // and the trailing barrier every read before the copy that overwrites its stage.
+        // SAFETY: copies stay inside their stage and read in bounds (load_stage_b,
+        // fetch_tile); shared reads stay inside the stage being computed on, float4-aligned;
+        // stores are checked against M and N in store_c4. Tile t+1 is written into stage
+        // (t+1)%2 only after the barrier that ends tile t-1 (the last reader of that stage),
+        // and is read only after the barrier that ends tile t, which every thread reaches
+        // after its A stores and its `cp.async.wait_group 0`.
         unsafe {
             if tiles > 0 {
-                load_stage(a, b, m, n, k, bm0, bn0, 0, t, smem_addr, b_vec);
+                load_stage_b(b, n, k, bn0, 0, t, smem, b_vec);
+                let ra = fetch_tile::<BMU, BKU, T, NA>(a, m, k, k, bm0, 0, t, a_vec);
+                store_a_transposed::<BKU, LDAU, T, NA>(&ra, t, smem);
+                wait_group::<0>();
+                sync_threads();
             }
             for tile in 0..tiles {
-                let cur = (tile % STAGES) as usize;
-                if tile + 1 < tiles {
-                    let next = smem_addr + 4 * ((tile + 1) % STAGES) * STAGE_F32;
-                    load_stage(a, b, m, n, k, bm0, bn0, (tile + 1) * BK, t, next, b_vec);
-                    wait_group::<1>();
-                } else {
-                    wait_group::<0>();
-                }
-                sync_threads();
-                let as_ = smem.add(cur * STAGE);
-                let bs = as_.add(BKU * LDAU);
-                for kk in 0..BKU {
-                    let mut ra = [0.0f32; MI * TMU];
-                    let mut rb = [0.0f32; NI * TNU];
-                    for s in 0..MI {
-                        let v = lds4(as_.add(kk * LDAU + wm0 + s * SUBM + lr));
-                        ra[s * TMU..s * TMU + 4].copy_from_slice(&v);
-                    }
-                    for s in 0..NI {
-                        let v = lds4(bs.add(kk * BNU + wn0 + s * SUBN + lc));
-                        rb[s * TNU..s * TNU + 4].copy_from_slice(&v);
-                    }
-                    for i in 0..MI * TMU {
-                        for j in 0..NI * TNU {
-                            acc[i][j] = math::fma(ra[i], rb[j], acc[i][j]);
-                        }
-                    }
-                }
+                let cur = smem.add((tile % STAGES) as usize * STAGE);
+                let next = smem.add(((tile + 1) % STAGES) as usize * STAGE);
+                // Next tile: B by cp.async straight into the other stage, A into registers
+                // (16-byte loads; it is stored transposed after the math). Both are in
+                // flight while the warps compute on the current stage.
+                // Past the last tile both loaders take their checked paths, read nothing and
+                // fill the idle stage with zeros: unconditional, so no branch around them.
+                let k0 = (tile + 1) * BK;
+                load_stage_b(b, n, k, bn0, k0, t, next, b_vec);
+                let ra = fetch_tile::<BMU, BKU, T, NA>(a, m, k, k, bm0, k0, t, a_vec);
+                let bs = cur.add(BKU * LDAU);
+                warp_tile_bk16::<LDAU, BNU, SUBM, SUBN>(cur, bs, wm0 + lr, wn0 + lc, &mut acc);
+                store_a_transposed::<BKU, LDAU, T, NA>(&ra, t, next);
+                wait_group::<0>();
+                // One barrier per tile: the double buffer removes the write-after-read one.
                 sync_threads();
             }
             unroll!(2, sm => {
