@@ -121,6 +121,32 @@ pub struct Reps {
     pub timed: usize,
 }
 
+/// GPU time the timed launches of one case may take: a case whose launch is long (an
+/// 8192³ SGEMM step takes 25-60 ms) gets fewer samples than `Reps::timed`, never fewer than
+/// [`MIN_TIMED`]; its median is already stable there, and the run stays within minutes.
+pub const TIME_BUDGET_US: f64 = 1.0e6;
+/// The fewest timed launches a case gets (unless `Reps::timed` asks for fewer).
+pub const MIN_TIMED: usize = 10;
+
+impl Reps {
+    /// Timed launches for a kernel whose warm-up launches took `warm_us` each (median).
+    pub fn timed_for(self, warm_us: f64) -> usize {
+        let fit = (TIME_BUDGET_US / warm_us.max(1e-3)) as usize;
+        fit.clamp(MIN_TIMED.min(self.timed), self.timed.max(1))
+    }
+}
+
+/// Warm up (the warm-up launches' median sizes the timed run), then time: the samples.
+pub fn time_launches(
+    gpu: &Gpu,
+    reps: Reps,
+    mut launch: impl FnMut(usize) -> Result<()>,
+) -> Result<Vec<f64>> {
+    let warm = gpu.time(0, reps.warmup.max(1), &mut launch)?;
+    let warm_us = Stats::from_samples(warm).median_us;
+    gpu.time(0, reps.timed_for(warm_us), launch)
+}
+
 /// One line of the report.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Row {
@@ -165,6 +191,12 @@ pub struct Row {
     pub peer_median_us: Option<f64>,
     /// Peer time over this row's time, in percent (100 = as fast as the peer).
     pub pct_of_peer: Option<f64>,
+    /// Timed launches behind the median (fewer than asked for long kernels: TIME_BUDGET_US).
+    #[serde(default)]
+    pub reps: Option<usize>,
+    /// Wall-clock seconds the row took on the host: inputs, check, warm-up, timing, peer.
+    #[serde(default)]
+    pub wall_s: Option<f64>,
 }
 
 /// The row of a case before anything is measured.
@@ -199,6 +231,8 @@ fn run_case_row(case: &Case) -> Row {
         peer: None,
         peer_median_us: None,
         pct_of_peer: None,
+        reps: None,
+        wall_s: None,
     }
 }
 
@@ -208,11 +242,12 @@ pub type PeerCache = std::collections::HashMap<String, f64>;
 
 /// Run one case: prepare, check, time. Errors become a failed row.
 pub fn run_case(gpu: &Gpu, case: &Case, reps: Reps, peers: &mut PeerCache) -> (Row, Option<Error>) {
+    let started = std::time::Instant::now();
     let mut row = run_case_row(case);
     let result = (|| -> Result<Stats> {
         let mut w = (case.prepare)(gpu)?;
         w.check(gpu)?;
-        let samples = gpu.time(reps.warmup, reps.timed, |i| w.launch(gpu, i))?;
+        let samples = time_launches(gpu, reps, |i| w.launch(gpu, i))?;
         match w.peer() {
             Peer::None => {}
             Peer::Unavailable(why) => row.peer = Some(why),
@@ -221,9 +256,9 @@ pub fn run_case(gpu: &Gpu, case: &Case, reps: Reps, peers: &mut PeerCache) -> (R
                 let median = match peers.get(&key) {
                     Some(&m) => m,
                     None => {
-                        let m = Stats::from_samples(
-                            gpu.time(reps.warmup, reps.timed, |i| w.launch_peer(gpu, i))?,
-                        )
+                        let m = Stats::from_samples(time_launches(gpu, reps, |i| {
+                            w.launch_peer(gpu, i)
+                        })?)
                         .median_us;
                         peers.insert(key, m);
                         m
@@ -243,6 +278,8 @@ pub fn run_case(gpu: &Gpu, case: &Case, reps: Reps, peers: &mut PeerCache) -> (R
             row.p10_us = Some(s.p10_us);
             row.p90_us = Some(s.p90_us);
             row.spread_pct = Some(s.spread_pct());
+            row.reps = Some(s.reps);
+            row.wall_s = Some(started.elapsed().as_secs_f64());
             row.gbps = Some(case.cost.min_bytes.gbps(s.median_us));
             row.tflops = Some(case.cost.flops.tflops(s.median_us));
             (row, None)
@@ -517,6 +554,8 @@ struct CsvRow<'a> {
     old_median_us: Option<f64>,
     change_pct: Option<f64>,
     regressed: bool,
+    reps: Option<usize>,
+    wall_s: Option<f64>,
     correct: bool,
     error: Option<&'a str>,
 }
@@ -553,6 +592,8 @@ impl<'a> From<&'a Row> for CsvRow<'a> {
             old_median_us: r.old_median_us,
             change_pct: r.change_pct,
             regressed: r.regressed,
+            reps: r.reps,
+            wall_s: r.wall_s,
             correct: r.correct,
             error: r.error.as_deref(),
         }
@@ -619,7 +660,25 @@ mod tests {
             peer: None,
             peer_median_us: None,
             pct_of_peer: None,
+            reps: Some(50),
+            wall_s: Some(1.0),
         }
+    }
+
+    #[test]
+    fn long_kernels_get_fewer_timed_launches() {
+        let reps = Reps {
+            warmup: 10,
+            timed: 50,
+        };
+        assert_eq!(reps.timed_for(5.0), 50);
+        assert_eq!(reps.timed_for(40_000.0), 25);
+        assert_eq!(reps.timed_for(500_000.0), MIN_TIMED);
+        let few = Reps {
+            warmup: 1,
+            timed: 3,
+        };
+        assert_eq!(few.timed_for(500_000.0), 3);
     }
 
     #[test]

@@ -94,6 +94,29 @@ pub fn compare_f32(
             want.len()
         ));
     }
+    // Large arrays are scanned on all cores, in chunks whose results merge in order.
+    const CHUNK: usize = 1 << 22;
+    let parts = par_map(got.len().div_ceil(CHUNK), |c| {
+        let lo = c * CHUNK;
+        let hi = (lo + CHUNK).min(got.len());
+        scan(lo, &got[lo..hi], &want[lo..hi], rel, abs)
+    });
+    let count: usize = parts.iter().map(|p| p.0).sum();
+    let bad: Vec<String> = parts.into_iter().flat_map(|p| p.1).take(5).collect();
+    if count == 0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what}: {count} of {} elements wrong (rel tol {rel:e}, abs {abs:e}); first: {}",
+            got.len(),
+            bad.join(", ")
+        ))
+    }
+}
+
+/// Elements of `got` against `want` (starting at flat index `base`): the count of bad ones
+/// and the first five, described.
+fn scan(base: usize, got: &[f32], want: &[f32], rel: f32, abs: f32) -> (usize, Vec<String>) {
     let mut bad = Vec::new();
     let mut count = 0usize;
     for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
@@ -106,19 +129,11 @@ pub fn compare_f32(
         if !ok {
             count += 1;
             if bad.len() < 5 {
-                bad.push(format!("[{i}] got {g:e} want {w:e}"));
+                bad.push(format!("[{}] got {g:e} want {w:e}", base + i));
             }
         }
     }
-    if count == 0 {
-        Ok(())
-    } else {
-        Err(format!(
-            "{what}: {count} of {} elements wrong (rel tol {rel:e}, abs {abs:e}); first: {}",
-            got.len(),
-            bad.join(", ")
-        ))
-    }
+    (count, bad)
 }
 
 #[cfg(test)]
@@ -138,6 +153,22 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    #[test]
+    fn large_comparisons_count_every_chunk() {
+        let n = (9 << 20) + 3;
+        let want = vec![1.0f32; n];
+        let mut got = want.clone();
+        for &i in &[5, (4 << 20) + 1, n - 1] {
+            got[i] = 2.0;
+        }
+        let e = compare_f32("x", &got, &want, 1e-5, 0.0).unwrap_err();
+        assert!(
+            e.contains("3 of") && e.contains("[5]") && e.contains(&format!("[{}]", n - 1)),
+            "{e}"
+        );
+        assert!(compare_f32("x", &want, &want, 1e-5, 0.0).is_ok());
     }
 
     #[test]

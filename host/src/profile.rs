@@ -38,6 +38,12 @@ pub const METRICS: &[&str] = &[
     "lts__t_sector_hit_rate.pct",
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    // Shared-memory wavefronts per instruction: the bank-conflict figure that does not count
+    // arbitration with other L1 traffic (which the `bank_conflicts` counters include).
+    "smsp__sass_inst_executed_op_shared_ld.sum",
+    "smsp__sass_inst_executed_op_shared_st.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
 ];
 
 /// Warm-up launches before the profiled one (caches, clocks, lazy module loading).
@@ -157,6 +163,25 @@ pub fn run_ncu(name: &str, size: Option<u64>, ncu: Option<&Path>, device: &str) 
         return fail("cannot find rooflab-bench's own path");
     };
     let entry = format!("{}_{}", case.family, case.variant);
+    // Metrics this ncu does not list would fail the whole run: leave them out, and say so.
+    let metrics: Vec<&str> = match Command::new(&ncu).arg("--query-metrics").output() {
+        Ok(o) if o.status.success() => {
+            let listed = String::from_utf8_lossy(&o.stdout).into_owned();
+            let (known, unknown): (Vec<&str>, Vec<&str>) = METRICS.iter().partition(|m| {
+                listed
+                    .lines()
+                    .any(|l| l.split_whitespace().next() == Some(base_name(m)))
+            });
+            if !unknown.is_empty() {
+                eprintln!(
+                    "rooflab: this ncu does not know {}; profiling without them",
+                    unknown.join(", ")
+                );
+            }
+            known
+        }
+        _ => METRICS.to_vec(),
+    };
     let mut cmd = Command::new(&ncu);
     cmd.args([
         "--clock-control",
@@ -169,7 +194,7 @@ pub fn run_ncu(name: &str, size: Option<u64>, ncu: Option<&Path>, device: &str) 
         "--print-units",
         "base",
         "--metrics",
-        &METRICS.join(","),
+        &metrics.join(","),
         "-k",
         &format!("regex:^{entry}"),
     ])
@@ -482,6 +507,23 @@ pub fn compare_with_model(case: &Case, kernels: &[KernelMetrics], roofs: &Roofs)
             "",
         );
         let bc = |m: &str| k.get(m).map_or("-".into(), |v| format!("{v:.0}"));
+        let per = |w: &str, i: &str| ratio(k.get(w), k.get(i));
+        row(
+            &mut s,
+            "shared wavefronts/instr ld / st",
+            format!(
+                "{} / {}",
+                per(
+                    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+                    "smsp__sass_inst_executed_op_shared_ld.sum"
+                ),
+                per(
+                    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+                    "smsp__sass_inst_executed_op_shared_st.sum"
+                )
+            ),
+            "1 = conflict-free 4-byte access; 16-byte: 4 (2 if lane pairs share addresses)",
+        );
         row(
             &mut s,
             "shared bank conflicts ld / st",

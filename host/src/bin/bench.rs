@@ -123,6 +123,7 @@ fn main() -> ExitCode {
         return code;
     }
     let seed = rooflab::check::seed();
+    let run_started = std::time::Instant::now();
 
     for f in &args.family {
         if !ops::family_names().contains(&f.as_str()) {
@@ -213,9 +214,11 @@ fn main() -> ExitCode {
                         others.join("; ")
                     );
                 }
+                let t0 = std::time::Instant::now();
                 match ceilings::measure(&gpu, args.quick, reps) {
                     Ok(c) => {
                         println!("{}", ceilings::table(&c));
+                        println!("ceilings took {:.1} s", t0.elapsed().as_secs_f64());
                         let roofs = c.roofs.clone();
                         (Some(gpu), Some(c), roofs)
                     }
@@ -247,7 +250,13 @@ fn main() -> ExitCode {
                 Some(gpu) => {
                     let (row, err) = bench::run_case(gpu, case, reps, &mut peer_cache);
                     match (&row.median_us, &err) {
-                        (Some(m), _) => eprintln!("  {:<48} {:>10.1} µs", row.name, m),
+                        (Some(m), _) => eprintln!(
+                            "  {:<48} {:>10.1} µs  ({} reps, row took {:.1} s)",
+                            row.name,
+                            m,
+                            row.reps.unwrap_or(0),
+                            row.wall_s.unwrap_or(0.0)
+                        ),
                         (None, Some(e)) => eprintln!("  {:<48} FAILED: {e}", row.name),
                         _ => {}
                     }
@@ -364,6 +373,13 @@ fn main() -> ExitCode {
         }
     }
     let _ = std::fs::remove_file(args.out.join("bench-partial.json"));
+    if measured {
+        println!(
+            "bench: {} rows, whole run {:.1} s (wall clock, including inputs, checks and plots)",
+            report.rows.len(),
+            run_started.elapsed().as_secs_f64()
+        );
+    }
     println!(
         "report: {}/bench.json, bench.csv, roofline.svg, bars-*.svg",
         args.out.display()

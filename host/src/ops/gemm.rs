@@ -5,10 +5,13 @@
 //! (with cuBLAS SGEMM as the in-process peer) and the GPU tests for every variant in
 //! `kernels-gpu/src/gemm/`. Launch geometry comes from the variant files' constants.
 
+use std::cell::{OnceCell, RefCell};
+use std::rc::Rc;
+
 use rand::Rng;
 use rooflab_kernels::gemm::{
     MAX_DIM, v01_naive, v02_coalesced, v03_smem_tiled, v04_blocktile_1d, v05_blocktile_2d,
-    v06_vectorized, v07_warptile, v08_double_buffered,
+    v06_vectorized, v07_warptile, v08_double_buffered, v09_interleaved_lanes,
 };
 
 use crate::bench::{Case, Peer, Workload, rotation_sets};
@@ -33,9 +36,10 @@ pub enum Variant {
     V06Vectorized,
     V07Warptile,
     V08DoubleBuffered,
+    V09InterleavedLanes,
 }
 
-pub const LADDER: [Variant; 8] = [
+pub const LADDER: [Variant; 9] = [
     Variant::V01Naive,
     Variant::V02Coalesced,
     Variant::V03SmemTiled,
@@ -44,6 +48,7 @@ pub const LADDER: [Variant; 8] = [
     Variant::V06Vectorized,
     Variant::V07Warptile,
     Variant::V08DoubleBuffered,
+    Variant::V09InterleavedLanes,
 ];
 
 /// Matrix sizes: A is M×K, B is K×N, C is M×N.
@@ -82,6 +87,7 @@ impl Variant {
             Variant::V06Vectorized => "gemm_v06_vectorized",
             Variant::V07Warptile => "gemm_v07_warptile",
             Variant::V08DoubleBuffered => "gemm_v08_double_buffered",
+            Variant::V09InterleavedLanes => "gemm_v09_interleaved_lanes",
         }
     }
 
@@ -145,6 +151,13 @@ impl Variant {
                 v08_double_buffered::BM,
                 v08_double_buffered::BN,
                 v08_double_buffered::SHARED_F32,
+            ),
+            V09InterleavedLanes => (
+                v09_interleaved_lanes::THREADS,
+                1,
+                v09_interleaved_lanes::BM,
+                v09_interleaved_lanes::BN,
+                v09_interleaved_lanes::SHARED_F32,
             ),
         }
     }
@@ -329,6 +342,25 @@ pub fn gemm_ref(
     (want, bound)
 }
 
+/// (want, bound) at the flat indices `idx` only, on all cores (each element is a K-long
+/// dot product down a column of B: seconds for 8192² when done one by one).
+#[allow(clippy::too_many_arguments)]
+pub fn sampled_ref(
+    d: Dims,
+    alpha: f32,
+    a: &[f32],
+    b: &[f32],
+    beta: f32,
+    c_in: Option<&[f32]>,
+    idx: &[usize],
+) -> (Vec<f64>, Vec<f64>) {
+    crate::check::par_map(idx.len(), |t| {
+        element_ref(d, alpha, a, b, beta, c_in, idx[t] / d.n, idx[t] % d.n)
+    })
+    .into_iter()
+    .unzip()
+}
+
 /// Compare GPU results with reference values at the given flat indices. NaN or infinity
 /// never passes. Returns a message naming the first few bad elements and the count.
 pub fn compare_bounded(
@@ -465,10 +497,7 @@ pub fn check(
         compare_bounded(&what, d, got, &idx, &want, &bound)
     } else {
         let idx = sample_indices(d, SAMPLE, seed);
-        let (want, bound): (Vec<f64>, Vec<f64>) = idx
-            .iter()
-            .map(|&e| element_ref(d, alpha, &a, &b, beta, c_in, e / d.n, e % d.n))
-            .unzip();
+        let (want, bound) = sampled_ref(d, alpha, &a, &b, beta, c_in, &idx);
         compare_bounded(&format!("{what} (sampled)"), d, got, &idx, &want, &bound)
     };
     res.map_err(Error::Mismatch)?;
@@ -528,13 +557,81 @@ pub fn check_all(gpu: &Gpu, v: Option<Variant>, cublas: Option<&Cublas>, seed: u
 
 // ---------------------------------------------------------------- bench
 
+/// The inputs of one bench shape, shared by every variant's row at that shape: A and B are
+/// drawn, uploaded and the CPU reference computed once (at 8192³ that is seconds of host
+/// work, which per row used to dominate the bench's run time).
+struct ShapeInputs {
+    d: Dims,
+    /// Rotating (A, B) device copies (enough sets to outgrow the L2).
+    sets: Vec<(DeviceArray<f32>, DeviceArray<f32>)>,
+    /// The reference at `idx` (every element for small shapes, a sample for large ones).
+    idx: Vec<usize>,
+    want: Vec<f64>,
+    bound: Vec<f64>,
+    seed: u64,
+}
+
+impl ShapeInputs {
+    fn new(gpu: &Gpu, d: Dims, sets: usize, seed: u64) -> Result<ShapeInputs> {
+        let mut r = rng(seed);
+        let a = random_f32(&mut r, d.m * d.k, -1.0, 1.0);
+        let b = random_f32(&mut r, d.k * d.n, -1.0, 1.0);
+        let sets = (0..sets)
+            .map(|_| Ok((gpu.upload(&a)?, gpu.upload(&b)?)))
+            .collect::<Result<Vec<_>>>()?;
+        let macs = d.m.saturating_mul(d.n).saturating_mul(d.k);
+        let (idx, (want, bound)) = if macs <= FULL_CHECK_MAX_MACS {
+            (
+                (0..d.m * d.n).collect(),
+                gemm_ref(d, BENCH_ALPHA, &a, &b, BENCH_BETA, None),
+            )
+        } else {
+            let idx = sample_indices(d, SAMPLE, seed);
+            let r = sampled_ref(d, BENCH_ALPHA, &a, &b, BENCH_BETA, None, &idx);
+            (idx, r)
+        };
+        Ok(ShapeInputs {
+            d,
+            sets,
+            idx,
+            want,
+            bound,
+            seed,
+        })
+    }
+}
+
+/// What the cases of one bench run share: the inputs of the shape being run (one at a
+/// time: the next shape replaces them) and cuBLAS, loaded once.
+#[derive(Default)]
+struct Shared {
+    inputs: RefCell<Option<Rc<ShapeInputs>>>,
+    cublas: OnceCell<Rc<std::result::Result<Cublas, String>>>,
+}
+
+impl Shared {
+    fn inputs(&self, gpu: &Gpu, d: Dims, sets: usize, seed: u64) -> Result<Rc<ShapeInputs>> {
+        let mut slot = self.inputs.borrow_mut();
+        if let Some(x) = slot.as_ref().filter(|x| x.d == d && x.sets.len() == sets) {
+            return Ok(x.clone());
+        }
+        // Free the previous shape's buffers before allocating the next.
+        *slot = None;
+        let x = Rc::new(ShapeInputs::new(gpu, d, sets, seed)?);
+        *slot = Some(x.clone());
+        Ok(x)
+    }
+    fn cublas(&self) -> Rc<std::result::Result<Cublas, String>> {
+        self.cublas.get_or_init(|| Rc::new(Cublas::load())).clone()
+    }
+}
+
 struct GemmWork {
     v: Variant,
-    d: Dims,
-    /// Rotating (A, B, C) sets; the check uses its own buffers.
-    sets: Vec<(DeviceArray<f32>, DeviceArray<f32>, DeviceArray<f32>)>,
-    cublas: std::result::Result<Cublas, String>,
-    seed: u64,
+    inputs: Rc<ShapeInputs>,
+    /// One C per (A, B) set.
+    outs: Vec<DeviceArray<f32>>,
+    cublas: Rc<std::result::Result<Cublas, String>>,
 }
 
 /// The bench's alpha and beta: beta == 0, as in C = A·B.
@@ -543,52 +640,77 @@ const BENCH_BETA: f32 = 0.0;
 
 impl Workload for GemmWork {
     fn check(&mut self, gpu: &Gpu) -> Result<()> {
-        // Big shapes: a sample of 4096 elements plus the first/last rows and columns.
-        check(
-            gpu,
-            Some(self.v),
-            None,
-            self.d,
-            BENCH_ALPHA,
-            BENCH_BETA,
-            0,
-            self.seed,
-        )
-    }
-    fn launch(&mut self, gpu: &Gpu, i: usize) -> Result<()> {
-        let k = i % self.sets.len();
-        let (a, b, c) = &mut self.sets[k];
+        // C poisoned, one launch on the first set, compared with the shape's reference
+        // (every element, or a sample plus the first/last rows and columns).
+        let x = &self.inputs;
+        let d = x.d;
+        let (a, b) = &x.sets[0];
+        let c = &mut self.outs[0];
+        gpu.poison(c.view_mut())?;
         sgemm(
             gpu,
             self.v,
-            self.d,
+            d,
             BENCH_ALPHA,
             a.view(),
             b.view(),
             BENCH_BETA,
             c.view_mut(),
+        )?;
+        gpu.sync()?;
+        let got = c.to_host()?;
+        let what = format!(
+            "{} {d} alpha={BENCH_ALPHA} beta={BENCH_BETA} seed={}{}",
+            self.v.entry(),
+            x.seed,
+            if x.idx.len() < d.m * d.n {
+                " (sampled)"
+            } else {
+                ""
+            }
+        );
+        compare_bounded(&what, d, &got, &x.idx, &x.want, &x.bound).map_err(Error::Mismatch)
+    }
+    fn launch(&mut self, gpu: &Gpu, i: usize) -> Result<()> {
+        let k = i % self.outs.len();
+        let (a, b) = &self.inputs.sets[k];
+        let d = self.inputs.d;
+        sgemm(
+            gpu,
+            self.v,
+            d,
+            BENCH_ALPHA,
+            a.view(),
+            b.view(),
+            BENCH_BETA,
+            self.outs[k].view_mut(),
         )
     }
     fn peer(&self) -> Peer {
-        match &self.cublas {
+        match self.cublas.as_ref() {
             Ok(_) => Peer::Available("cuBLAS SGEMM".into()),
             Err(_) => Peer::Unavailable("cuBLAS not found, peer column skipped".into()),
         }
     }
     fn launch_peer(&mut self, gpu: &Gpu, i: usize) -> Result<()> {
-        let k = i % self.sets.len();
-        let (a, b, c) = &mut self.sets[k];
-        let cb = self.cublas.as_ref().map_err(|e| Error::Other(e.clone()))?;
+        let k = i % self.outs.len();
+        let (a, b) = &self.inputs.sets[k];
+        let d = self.inputs.d;
+        let cb = self
+            .cublas
+            .as_ref()
+            .as_ref()
+            .map_err(|e| Error::Other(e.clone()))?;
         cb.sgemm_row_major(
             gpu,
-            self.d.m,
-            self.d.n,
-            self.d.k,
+            d.m,
+            d.n,
+            d.k,
             BENCH_ALPHA,
             a.view(),
             b.view(),
             BENCH_BETA,
-            c.view_mut(),
+            self.outs[k].view_mut(),
         )
     }
 }
@@ -631,6 +753,7 @@ pub fn bench_shapes(quick: bool, size: Option<u64>) -> Vec<(Dims, Variant)> {
 
 pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
     let mut out = Vec::new();
+    let shared = Rc::new(Shared::default());
     for (d, first) in bench_shapes(quick, size) {
         let skipped = LADDER.iter().take_while(|&&v| v != first).count();
         let note = if skipped > 0 {
@@ -652,25 +775,22 @@ pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
                 note: note.clone(),
                 cost,
                 torch: None,
-                prepare: Box::new(move |gpu: &Gpu| {
-                    let mut r = rng(seed);
-                    let sets = (0..rotation_sets(cost.min_bytes.0, gpu.info.l2_bytes))
-                        .map(|_| {
-                            Ok((
-                                gpu.upload(&random_f32(&mut r, d.m * d.k, -1.0, 1.0))?,
-                                gpu.upload(&random_f32(&mut r, d.k * d.n, -1.0, 1.0))?,
-                                gpu.alloc::<f32>(d.m * d.n)?,
-                            ))
-                        })
-                        .collect::<Result<Vec<_>>>()?;
-                    Ok(Box::new(GemmWork {
-                        v,
-                        d,
-                        sets,
-                        cublas: Cublas::load(),
-                        seed,
-                    }) as Box<dyn Workload>)
-                }),
+                prepare: {
+                    let shared = shared.clone();
+                    Box::new(move |gpu: &Gpu| {
+                        let sets = rotation_sets(cost.min_bytes.0, gpu.info.l2_bytes);
+                        let inputs = shared.inputs(gpu, d, sets, seed)?;
+                        let outs = (0..sets)
+                            .map(|_| gpu.alloc::<f32>(d.m * d.n))
+                            .collect::<Result<Vec<_>>>()?;
+                        Ok(Box::new(GemmWork {
+                            v,
+                            inputs,
+                            outs,
+                            cublas: shared.cublas(),
+                        }) as Box<dyn Workload>)
+                    })
+                },
             });
         }
     }
@@ -942,32 +1062,46 @@ mod tests {
         assert!(e.contains("blocks in y"), "{e}");
     }
 
-    /// The warp-tile mapping of v07/v08 gives each (row, col) of the 128×128 block tile to
-    /// exactly one thread, and each lane's float4 reads stay inside the shared tiles.
+    /// The warp-tile mappings of v07/v08 and v09 give each (row, col) of the 128×128 block
+    /// tile to exactly one thread; v09's lane pairs share addresses as its header says.
     #[test]
     fn warptile_mapping_is_a_bijection() {
         use v07_warptile::*;
-        let (subm, subn) = ((WM / WMITER) as usize, (WN / WNITER) as usize);
-        let mut seen = vec![0u8; (BM * BN) as usize];
-        for t in 0..THREADS as usize {
-            let (w, lane) = (t / 32, t % 32);
-            let wm0 = (w / (BN / WN) as usize) * WM as usize;
-            let wn0 = (w % (BN / WN) as usize) * WN as usize;
-            let lr = lane / (subn / TN as usize) * TM as usize;
-            let lc = lane % (subn / TN as usize) * TN as usize;
-            for sm in 0..WMITER as usize {
-                for i in 0..TM as usize {
-                    for sn in 0..WNITER as usize {
-                        for j in 0..TN as usize {
-                            let row = wm0 + sm * subm + lr + i;
-                            let col = wn0 + sn * subn + lc + j;
-                            seen[row * BN as usize + col] += 1;
+        let maps: [fn(u32) -> (u32, u32); 2] = [
+            v07_warptile::lane_origin,
+            v09_interleaved_lanes::lane_origin,
+        ];
+        for lane_origin in maps {
+            let (subm, subn) = ((WM / WMITER) as usize, (WN / WNITER) as usize);
+            let mut seen = vec![0u8; (BM * BN) as usize];
+            for t in 0..THREADS as usize {
+                let (w, lane) = (t / 32, t % 32);
+                let wm0 = (w / (BN / WN) as usize) * WM as usize;
+                let wn0 = (w % (BN / WN) as usize) * WN as usize;
+                let (lr, lc) = lane_origin(lane as u32);
+                let (lr, lc) = (lr as usize, lc as usize);
+                for sm in 0..WMITER as usize {
+                    for i in 0..TM as usize {
+                        for sn in 0..WNITER as usize {
+                            for j in 0..TN as usize {
+                                let row = wm0 + sm * subm + lr + i;
+                                let col = wn0 + sn * subn + lc + j;
+                                seen[row * BN as usize + col] += 1;
+                            }
                         }
                     }
                 }
             }
+            assert!(seen.iter().all(|&s| s == 1));
         }
-        assert!(seen.iter().all(|&s| s == 1));
+        // v07: lanes 8 wide, row-major. v09: (l, l^1) share the row (A's address),
+        // (l, l^2) share the column (B's address).
+        assert_eq!(v07_warptile::lane_origin(9), (4, 4));
+        for l in 0..32 {
+            let o = v09_interleaved_lanes::lane_origin;
+            assert_eq!(o(l).0, o(l ^ 1).0, "lane {l}");
+            assert_eq!(o(l).1, o(l ^ 2).1, "lane {l}");
+        }
     }
 
     /// v08's loads of one stage (A as in v07: float4 `tid + i·THREADS` of the BM×BK tile
@@ -1038,7 +1172,7 @@ mod tests {
             all.iter()
                 .any(|c| c.shape == "8192x128x8192" && c.variant == "v08_double_buffered")
         );
-        assert_eq!(cases(true, None, 1).len(), 16);
+        assert_eq!(cases(true, None, 1).len(), 2 * LADDER.len());
     }
 
     #[test]

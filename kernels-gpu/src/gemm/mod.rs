@@ -34,6 +34,7 @@ pub mod v05_blocktile_2d;
 pub mod v06_vectorized;
 pub mod v07_warptile;
 pub mod v08_double_buffered;
+pub mod v09_interleaved_lanes;
 
 /// Largest M, N or K a kernel accepts: sizes and in-tile indices are u32 and stay below
 /// 2^31 even after adding a tile.

@@ -45,6 +45,13 @@ pub const LDA: u32 = BM + 4;
 /// Dynamic shared memory: A tile transposed (BK×LDA) and B tile (BK×BN).
 pub const SHARED_F32: u32 = BK * LDA + BK * BN;
 
+/// Where lane `lane` sits in a 16×32 sub-tile: the (row, column) of its TM×TN patch.
+/// Lanes are 8 wide along N and 4 tall along M, in row-major lane order.
+pub const fn lane_origin(lane: u32) -> (u32, u32) {
+    let lanes_n = WN / WNITER / TN;
+    ((lane / lanes_n) * TM, (lane % lanes_n) * TN)
+}
+
 // A sub-tile is covered by exactly one warp's lanes; loads split evenly in float4s.
 const _: () = assert!((WM / WMITER / TM) * (WN / WNITER / TN) == 32);
 // The epilogue's unroll! counts.
@@ -97,8 +104,8 @@ mod kernels {
         let lane = t % warp::WARP_SIZE;
         let wm0 = ((w / (BN / WN)) * WM) as usize;
         let wn0 = ((w % (BN / WN)) * WN) as usize;
-        let lr = (lane / (SUBN / TNU) as u32) as usize * TMU;
-        let lc = (lane % (SUBN / TNU) as u32) as usize * TNU;
+        let (lr, lc) = lane_origin(lane);
+        let (lr, lc) = (lr as usize, lc as usize);
         let a_vec = rows_vectorizable(a as u64, k);
         let b_vec = rows_vectorizable(b as u64, n);
         let c_vec = rows_vectorizable(c as u64, n);

@@ -49,6 +49,12 @@ pub const STAGE_F32: u32 = BK * LDA + BK * BN;
 pub const SHARED_F32: u32 = STAGES * STAGE_F32;
 
 const _: () = assert!((WM / WMITER / TM) * (WN / WNITER / TN) == 32);
+// v08 keeps v07's lane map (`v07_warptile::lane_origin`), so it needs v07's warp tile.
+const _: () = {
+    use super::v07_warptile as v07;
+    assert!(WM == v07::WM && WN == v07::WN && WMITER == v07::WMITER && WNITER == v07::WNITER);
+    assert!(TM == v07::TM && TN == v07::TN);
+};
 // The epilogue's unroll! counts.
 const _: () = assert!(WMITER == 2 && WNITER == 2);
 const _: () =
@@ -60,7 +66,7 @@ const _: () = assert!(BK == 16);
 const _: () = assert!(LDA.is_multiple_of(4) && STAGE_F32.is_multiple_of(4) && TM == 4 && TN == 4);
 
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
+pub(crate) mod kernels {
     use super::*;
     use crate::gemm::dev::{at, fetch_tile, store_a_transposed, store_b, store_c4, warp_tile_bk16};
     use crate::gemm::rows_vectorizable;
@@ -138,6 +144,42 @@ mod kernels {
         beta: f32,
         c: *mut f32,
     ) {
+        // SAFETY: the kernel's parameters, forwarded (see `two_stage`).
+        unsafe {
+            two_stage(
+                m,
+                n,
+                k,
+                alpha,
+                a,
+                b,
+                beta,
+                c,
+                crate::gemm::v07_warptile::lane_origin,
+            )
+        }
+    }
+
+    /// The whole v08 kernel with the lane-to-patch map as a parameter (v09 changes only
+    /// that map). `lane_origin(lane)` must give each lane of a warp a distinct TM×TN patch
+    /// of the 16×32 sub-tile, at multiples of 4.
+    ///
+    /// # Safety
+    /// A is M×K, B is K×N, C is M×N (row-major, as the kernel's host wrapper checks), the
+    /// launch is the one `THREADS`/`SHARED_F32` describe.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn two_stage(
+        m: u32,
+        n: u32,
+        k: u32,
+        alpha: f32,
+        a: *const f32,
+        b: *const f32,
+        beta: f32,
+        c: *mut f32,
+        lane_origin: impl Fn(u32) -> (u32, u32),
+    ) {
         const MI: usize = WMITER as usize;
         const NI: usize = WNITER as usize;
         const SUBM: usize = (WM / WMITER) as usize;
@@ -153,8 +195,8 @@ mod kernels {
         let lane = t % warp::WARP_SIZE;
         let wm0 = ((w / (BN / WN)) * WM) as usize;
         let wn0 = ((w % (BN / WN)) * WN) as usize;
-        let lr = (lane / (SUBN / TNU) as u32) as usize * TMU;
-        let lc = (lane % (SUBN / TNU) as u32) as usize * TNU;
+        let (lr, lc) = lane_origin(lane);
+        let (lr, lc) = (lr as usize, lc as usize);
         let b_vec = rows_vectorizable(b as u64, n);
         let c_vec = rows_vectorizable(c as u64, n);
         let a_vec = rows_vectorizable(a as u64, k);
