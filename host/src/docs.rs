@@ -4,8 +4,9 @@
 //! - `DIR/generated/<family>.md`: the family's rows (the key columns);
 //! - `DIR/generated/ceilings.md`: the measured ceilings and the roofs;
 //! - `DIR/generated/roofline.svg`, `DIR/generated/bars-<family>.svg`;
-//! - in every `DIR/*.md`, the text between `<!-- rooflab:table NAME -->` and
-//!   `<!-- /rooflab:table -->` is replaced by the table `NAME` (a family, or `ceilings`).
+//! - in every `DIR/*.md`, and in `DIR/../README.md`, the text between
+//!   `<!-- rooflab:table NAME -->` and `<!-- /rooflab:table -->` is replaced by the table
+//!   `NAME` (a family, or `ceilings`).
 //!
 //! Every file states the run's date, device, driver and clocks, so a table is never read
 //! without knowing where it was measured. Nothing here is typed by hand.
@@ -332,7 +333,19 @@ pub fn run(json: &Path, docs: &Path) -> ExitCode {
             json.display()
         );
     }
-    match render(&report, docs) {
+    // The README beside the guide carries the same markers for its results section.
+    let readme = docs.join("..").join("README.md");
+    let result = render(&report, docs).and_then(|mut files| {
+        if let Ok(old) = std::fs::read_to_string(&readme) {
+            let new = fill_markers(&old, &report)
+                .map_err(|e| Error::Other(format!("{}: {e}", readme.display())))?;
+            if new != old {
+                write(&readme, &new, &mut files)?;
+            }
+        }
+        Ok(files)
+    });
+    match result {
         Ok(files) => {
             println!("{}", stamp(&report));
             for f in files {
@@ -417,6 +430,81 @@ mod tests {
         assert!(chapter.contains("Measured 2026-12-02"), "{chapter}");
         assert!(chapter.contains("| `v03_vectorized_copy` |"), "{chapter}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A PTX line with register numbers and labels blanked (`%r123` -> `%r`, `$L__BB0_4` ->
+    /// `$L`) and whitespace collapsed: what stays the same from one build to the next.
+    fn ptx_shape(line: &str) -> String {
+        let mut out = String::new();
+        let mut chars = line.trim().trim_end_matches(';').chars().peekable();
+        while let Some(c) = chars.next() {
+            if c == '%' || c == '$' {
+                out.push(c);
+                while let Some(&n) = chars.peek() {
+                    if n.is_ascii_alphabetic() && n != 'L' || n == 'L' && c == '$' {
+                        out.push(n);
+                        chars.next();
+                    } else {
+                        break;
+                    }
+                }
+                while chars.peek().is_some_and(|n| n.is_ascii_alphanumeric() || *n == '_') {
+                    chars.next();
+                }
+            } else if c.is_whitespace() {
+                if !out.ends_with(' ') {
+                    out.push(' ');
+                }
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    }
+
+    /// Every line of a ```ptx block in the guide's chapters is in the PTX built now (up to
+    /// register numbers and offsets of labels), so "the PTX line that shows it" stays true
+    /// when a kernel changes.
+    #[test]
+    fn guide_ptx_lines_exist_in_the_built_ptx() {
+        let built: std::collections::HashSet<String> = crate::ptx::BUILT
+            .iter()
+            .flat_map(|(_, ptx)| ptx.lines().map(ptx_shape))
+            .collect();
+        let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs");
+        let mut checked = 0;
+        let mut missing = Vec::new();
+        for e in std::fs::read_dir(&docs).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_none_or(|x| x != "md") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).unwrap();
+            let mut in_ptx = false;
+            for line in text.lines() {
+                match line.trim() {
+                    "```ptx" => in_ptx = true,
+                    "```" => in_ptx = false,
+                    l if in_ptx && !l.is_empty() => {
+                        checked += 1;
+                        if !built.contains(&ptx_shape(l)) {
+                            missing.push(format!("{}: {l}", p.file_name().unwrap().display()));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        assert!(checked > 10, "only {checked} PTX lines found in docs/");
+        assert!(
+            missing.is_empty(),
+            "guide PTX lines not in the built PTX:\n{}",
+            missing.join("\n")
+        );
+        assert_eq!(
+            ptx_shape("ld.shared.v4.b32 \t{%r131, %r132}, [%rd311+-140];"),
+            "ld.shared.v4.b32 {%r, %r}, [%rd+-140]"
+        );
     }
 
     #[test]
