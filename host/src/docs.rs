@@ -448,7 +448,10 @@ mod tests {
                         break;
                     }
                 }
-                while chars.peek().is_some_and(|n| n.is_ascii_alphanumeric() || *n == '_') {
+                while chars
+                    .peek()
+                    .is_some_and(|n| n.is_ascii_alphanumeric() || *n == '_')
+                {
                     chars.next();
                 }
             } else if c.is_whitespace() {

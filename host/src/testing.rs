@@ -45,28 +45,39 @@ pub fn expect_error<T>(r: Result<T>, needles: &[&str]) -> Result<()> {
     }
 }
 
-/// True under `compute-sanitizer` (run-all sets `ROOFLAB_SANITIZE=1`): tests then use
-/// smaller shapes, since every access is instrumented and runs many times slower.
+/// True under `compute-sanitizer` (run-all and `cargo xtask test --sanitize` set
+/// `ROOFLAB_SANITIZE` to the tool's name): tests then use smaller shapes, since every access
+/// is instrumented and runs many times slower.
 pub fn sanitizing() -> bool {
-    std::env::var_os("ROOFLAB_SANITIZE").is_some()
+    sanitize_limit().is_some()
 }
 
-/// The test lengths to use now: all of `lengths`, or only those up to 2^20 when sanitizing.
+/// The most elements a test input may have now: none without a sanitizer; 2^20 under
+/// memcheck, synccheck and initcheck; 2^16 under racecheck, which tracks every shared-memory
+/// access of every block (a 2^20-element tree reduction took minutes there; races are within
+/// a block, so a few blocks per kernel find them as well as thousands).
+pub fn sanitize_limit() -> Option<usize> {
+    match std::env::var("ROOFLAB_SANITIZE") {
+        Err(_) => None,
+        Ok(tool) if tool == "racecheck" => Some(1 << 16),
+        Ok(_) => Some(1 << 20),
+    }
+}
+
+/// The test lengths to use now: all of `lengths`, or only those within [`sanitize_limit`].
 pub fn lengths(lengths: &[usize]) -> Vec<usize> {
-    lengths
-        .iter()
-        .copied()
-        .filter(|&n| !sanitizing() || n <= 1 << 20)
-        .collect()
+    let limit = sanitize_limit().unwrap_or(usize::MAX);
+    lengths.iter().copied().filter(|&n| n <= limit).collect()
 }
 
-/// The test shapes to use now: all of `shapes`, or only those whose `elements` are at most
-/// 2^20 when sanitizing (the shapes that exercise edges and tails stay; the big ones go).
+/// The test shapes to use now: all of `shapes`, or only those whose `elements` are within
+/// [`sanitize_limit`] (the shapes that exercise edges and tails stay; the big ones go).
 pub fn shapes<T: Copy>(shapes: &[T], elements: impl Fn(&T) -> usize) -> Vec<T> {
+    let limit = sanitize_limit().unwrap_or(usize::MAX);
     shapes
         .iter()
         .copied()
-        .filter(|s| !sanitizing() || elements(s) <= 1 << 20)
+        .filter(|s| elements(s) <= limit)
         .collect()
 }
 

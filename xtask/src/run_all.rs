@@ -14,8 +14,9 @@ Runs from any directory; logs every step into OUT (default ./results, or env OUT
   2. ./gpu-tests                          -> gpu-tests.log  (must pass, and must have run tests)
   3. unless --no-sanitize: compute-sanitizer --tool T --error-exitcode 1 ./gpu-tests
      for T in $SANITIZE_TOOLS             -> sanitize-T.log (each must report 0 errors)
-     (with ROOFLAB_SANITIZE=1: smaller shapes; the `fault_` tests, whose deliberate API errors and
-     device trap the sanitizer would count, and the multi-GB tests are skipped)
+     (the tools side by side, each with ROOFLAB_SANITIZE=T: smaller shapes, smallest under
+     racecheck; the `fault_` tests, whose deliberate API errors and device trap the
+     sanitizer would count, and the multi-GB tests are skipped)
   4. ./rooflab-bench --out OUT BENCH ARGS -> bench.log (results in OUT)
 Exits non-zero if a required step failed.
 
@@ -94,18 +95,33 @@ if [[ "$SANITIZE" == 1 ]]; then
   if [[ ! -x "$SAN" ]]; then
     fail "sanitize: no compute-sanitizer (set COMPUTE_SANITIZER)"
   else
-    export ROOFLAB_SANITIZE=1
-    for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}; do
+    # The four tools run side by side (each is a process of its own on the one GPU; they
+    # check correctness, not speed), each with ROOFLAB_SANITIZE=<tool> for its shapes.
+    TOOLS=(${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck})
+    declare -A PIDS=()
+    for tool in "${TOOLS[@]}"; do
       log="$OUT/sanitize-$tool.log"
+      echo "==> compute-sanitizer $tool (log: $log)"
       # shellcheck disable=SC2086
-      run_step "compute-sanitizer $tool" "$log" "$SAN" --tool "$tool" --error-exitcode 1 \
-        ./gpu-tests ${SANITIZE_TEST_ARGS:-${GPU_TEST_ARGS:-} --skip fault_ --skip past_2_31}
+      ROOFLAB_SANITIZE="$tool" "$SAN" --tool "$tool" --error-exitcode 1 \
+        ./gpu-tests ${SANITIZE_TEST_ARGS:-${GPU_TEST_ARGS:-} --skip fault_ --skip past_2_31} \
+        >"$log" 2>&1 &
+      PIDS[$tool]=$!
+    done
+    for tool in "${TOOLS[@]}"; do
+      wait "${PIDS[$tool]}"
       rc=$?
+      log="$OUT/sanitize-$tool.log"
+      grep -E '^test result:|SUMMARY' "$log" | sed "s/^/  $tool: /"
       # "========= ERROR SUMMARY: 0 errors" (racecheck may say "... (N errors, M warnings)").
       errors="$(grep -oE 'ERROR SUMMARY: [0-9]+ error' "$log" | grep -oE '[0-9]+' | tail -n1)"
       [[ -n "$errors" ]] || errors="$(grep -oE 'SUMMARY: .*\(([0-9]+) error' "$log" | grep -oE '\([0-9]+' | tr -d '(' | tail -n1)"
-      if [[ $rc -eq 0 && "${errors:-0}" -eq 0 ]]; then
-        pass "sanitize $tool: ${errors:-no} errors reported"
+      result="$(test_result "$log")"
+      passed="$(sed -nE 's/.* ([0-9]+) passed.*/\1/p' <<<"$result")"
+      if [[ "${passed:-0}" -eq 0 ]]; then
+        fail "sanitize $tool ran no test: ${result:-no summary line} (see $log)"
+      elif [[ $rc -eq 0 && "${errors:-0}" -eq 0 ]]; then
+        pass "sanitize $tool: ${errors:-no} errors reported (${result#test result: })"
       else
         fail "sanitize $tool: ${errors:-?} errors, exit $rc (see $log)"
       fi

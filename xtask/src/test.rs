@@ -179,7 +179,7 @@ pub fn run(args: &Args) -> Result<bool> {
 }
 
 /// Step f: each compute-sanitizer tool over the GPU test binary, with small shapes
-/// (`ROOFLAB_SANITIZE=1`) and without the deliberate-fault and multi-GB tests.
+/// (`ROOFLAB_SANITIZE=<tool>`) and without the deliberate-fault and multi-GB tests.
 fn sanitize(cuda: &Path, profile: &[&str]) -> Result<()> {
     let mut build = util::cargo(cuda);
     build
@@ -201,7 +201,7 @@ fn sanitize(cuda: &Path, profile: &[&str]) -> Result<()> {
         cmd.args(["--tool", tool, "--error-exitcode", "1"])
             .arg(&exe)
             .args(["--skip", "fault_", "--skip", "past_2_31"])
-            .env("ROOFLAB_SANITIZE", "1");
+            .env("ROOFLAB_SANITIZE", tool);
         let (status, out) = run_tee(cmd)?;
         let errors = out
             .lines()
