@@ -102,7 +102,18 @@ pub fn run(args: &Args) -> Result<u8> {
             String::new()
         }
     };
-    let consts = consts(&src);
+    let mut consts = consts(&src);
+    // Constants a variant takes over from an earlier step (`pub use super::vNN_x::{..}`).
+    for (from, names) in reexports(&src) {
+        if let Ok(other) = std::fs::read_to_string(dir.join(format!("{from}.rs"))) {
+            consts.extend(
+                self::consts(&other)
+                    .into_iter()
+                    .filter(|c| names.iter().any(|n| const_name(c) == Some(n.as_str())))
+                    .map(|c| format!("{c}  // from {from}")),
+            );
+        }
+    }
     println!("{}", title("launch geometry (pub const)"));
     if consts.is_empty() {
         println!("(none)");
@@ -232,6 +243,36 @@ pub fn consts(src: &str) -> Vec<String> {
         } else {
             i += 1;
         }
+    }
+    out
+}
+
+/// The name declared by one item of [`consts`].
+fn const_name(item: &str) -> Option<&str> {
+    let decl = item.lines().find(|l| l.starts_with("pub const "))?;
+    Some(decl.strip_prefix("pub const ")?.split_once(':')?.0.trim())
+}
+
+/// `pub use super::FILE::{A, B, ..};` items: (FILE, [A, B, ..]).
+pub fn reexports(src: &str) -> Vec<(String, Vec<String>)> {
+    let mut out = Vec::new();
+    let mut rest = src;
+    while let Some(i) = rest.find("pub use super::") {
+        let after = &rest[i + "pub use super::".len()..];
+        let Some(end) = after.find(';') else { break };
+        let item = &after[..end];
+        if let Some((file, list)) = item.split_once("::") {
+            let names = list
+                .trim()
+                .trim_start_matches('{')
+                .trim_end_matches('}')
+                .split(',')
+                .map(|n| n.trim().to_string())
+                .filter(|n| !n.is_empty())
+                .collect();
+            out.push((file.trim().to_string(), names));
+        }
+        rest = &after[end..];
     }
     out
 }
@@ -527,6 +568,19 @@ pub fn measured_rows(path: &Path, name: &str) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reexported_constants_are_found() {
+        let src = "pub use super::v08_double_buffered::{\n    BK, BM,\n    THREADS,\n};\n";
+        assert_eq!(
+            reexports(src),
+            vec![(
+                "v08_double_buffered".to_string(),
+                vec!["BK".to_string(), "BM".to_string(), "THREADS".to_string()]
+            )]
+        );
+        assert_eq!(const_name("/// doc\npub const BM: u32 = 128;"), Some("BM"));
+    }
 
     const SRC: &str = "//! memory/v09_demo — a demo.
 //!

@@ -589,6 +589,17 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
         };
         t.push(GpuTest::new(name, move |gpu| check_variant(gpu, v, seed)));
     }
+    t.push(GpuTest::new("reduce_v06_past_2_31_elements", move |gpu| {
+        // 2^31 + 5 f32 (8 GiB): past i32 indexing, both the atomic and the deterministic
+        // v06 (the kernels index with u64). Skipped under the sanitizer with the other
+        // multi-GB tests.
+        let n = (1usize << 31) + 5;
+        for deterministic in [false, true] {
+            let v = Variant::V06MultiElement { deterministic };
+            check(gpu, v, n, 0, Inputs::MixedSigns, seed ^ 0x231)?;
+        }
+        Ok(())
+    }));
     t.push(GpuTest::new(
         "reduce_v06_multi_element_final_is_bit_identical_run_to_run",
         move |gpu| {

@@ -23,7 +23,10 @@
 //! Memory traffic: global as v07; shared: 2 stages of BK·(LDA + BN) f32 (33 KiB).
 //! ptxas: 128 registers, two 256-thread blocks per SM.
 //!
-//! Expected bound: FMA issue; ≥ v07, the ladder's best: ~90% of cuBLAS SGEMM.
+//! Expected bound: FMA issue; ≥ v07, ~90% of cuBLAS SGEMM. Measured on the H200
+//! (2026-12-02 13:22): 44.0 TFLOP/s at 4096³, 44.6 at 8192³, 86% and 87% of cuBLAS, 1-2%
+//! over v07; the ladder's best. ncu: 3.00 shared wavefronts per `ld.shared.v4` (v09's
+//! subject), 16 warps per SM.
 
 /// Block tile: BM×BN of C, stepping BK along K.
 pub const BM: u32 = 128;

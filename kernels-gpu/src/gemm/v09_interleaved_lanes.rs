@@ -17,7 +17,11 @@
 //! 16-byte stores still fill whole 128-byte lines.
 //! Memory traffic: as v08 (global and shared bytes unchanged; fewer shared wavefronts).
 //!
-//! Expected bound: FMA issue; the ladder's best: ~90% of cuBLAS SGEMM.
+//! Expected bound: FMA issue, a few percent over v08 if the shared pipe held it back.
+//! Measured on the H200 (2026-12-02 13:22): the wavefronts fell as predicted (ncu: 3.00 ->
+//! 2.00 per `ld.shared.v4`), the speed did not follow: 42.4 TFLOP/s at 4096³ and 42.8 at
+//! 8192³, 4% under v08 (83-84% of cuBLAS). The shared pipe was not v08's limit; this step
+//! stays as that measured lesson.
 
 // The tile, warp tile, stages and shared layout are v08's.
 pub use super::v08_double_buffered::{
