@@ -9,6 +9,7 @@
 //!   gpu-tests          release `gpu` integration test binary (libtest-mimic)
 //!   ptx/sm_XX.ptx      the PTX, for reading and for ncu/cuobjdump
 //!   ptxas-report.txt   `ptxas -v` output and the per-kernel table
+//!   ptxas.json         the same per kernel (registers, spills), for the bench's columns
 //!   torch_peer.py      the PyTorch peer script for `--peer torch`
 //!   run-all            runs the tests (optionally under compute-sanitizer), then the bench
 //!   profile            one variant under Nsight Compute (`./profile --help`)
@@ -91,6 +92,7 @@ pub fn run() -> Result<()> {
         dir.join("ptxas-report.txt"),
         ptxas::report_text(&ptxas_path, &reports),
     )?;
+    fs::write(dir.join("ptxas.json"), ptxas::resources_json(&reports))?;
     fs::write(dir.join("run-all"), run_all::SCRIPT)?;
     set_executable(&dir.join("run-all"))?;
     fs::write(dir.join("profile"), lab::PROFILE_SCRIPT)?;

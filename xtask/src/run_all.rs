@@ -17,7 +17,7 @@ Runs from any directory; logs every step into OUT (default ./results, or env OUT
      (the tools side by side, each with ROOFLAB_SANITIZE=T: smaller shapes, smallest under
      racecheck; the `fault_` tests, whose deliberate API errors and device trap the
      sanitizer would count, and the multi-GB tests are skipped)
-  4. ./rooflab-bench --out OUT BENCH ARGS -> bench.log (results in OUT)
+  4. ./rooflab-bench --out OUT [--ptxas-report ptxas.json] BENCH ARGS -> bench.log (results in OUT)
 Exits non-zero if a required step failed.
 
 Env: GPU_TEST_ARGS       extra arguments for gpu-tests (for example a name filter)
@@ -130,7 +130,10 @@ if [[ "$SANITIZE" == 1 ]]; then
 fi
 
 # 4. The benchmarks.
-if run_step bench "$OUT/bench.log" ./rooflab-bench --out "$OUT" "$@"; then
+# The registers/spills columns come from the ptxas report built with the bundle.
+PTXAS_ARGS=()
+[[ -f ptxas.json ]] && PTXAS_ARGS=(--ptxas-report ptxas.json)
+if run_step bench "$OUT/bench.log" ./rooflab-bench --out "$OUT" ${PTXAS_ARGS[@]+"${PTXAS_ARGS[@]}"} "$@"; then
   pass "bench (results in $OUT)"
 else
   fail "bench (see $OUT/bench.log)"
