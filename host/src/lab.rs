@@ -32,6 +32,10 @@ pub struct LabArgs {
     /// /usr/local/cuda/bin/ncu).
     #[arg(long, value_name = "PATH")]
     pub ncu_path: Option<PathBuf>,
+    /// With `--ncu`: also print these Nsight Compute sections for the same launch, as ncu
+    /// formats them (repeatable), e.g. `--ncu-section WarpStateStats` for where warps stall.
+    #[arg(long, value_name = "SECTION")]
+    pub ncu_section: Vec<String>,
     /// Print which of rooflab's ncu metrics `ncu --query-metrics` knows on this GPU.
     #[arg(long)]
     pub check_metrics: bool,
@@ -53,11 +57,15 @@ impl LabArgs {
             return Some(profile::check_metrics(self.ncu_path.as_deref()));
         }
         if let Some(name) = &self.ncu {
-            return Some(profile::run_ncu(
+            let code = profile::run_ncu(name, size, self.ncu_path.as_deref(), device);
+            if code != ExitCode::SUCCESS || self.ncu_section.is_empty() {
+                return Some(code);
+            }
+            return Some(profile::run_ncu_sections(
                 name,
                 size,
                 self.ncu_path.as_deref(),
-                device,
+                &self.ncu_section,
             ));
         }
         None

@@ -242,6 +242,67 @@ pub fn run_ncu(name: &str, size: Option<u64>, ncu: Option<&Path>, device: &str) 
     ExitCode::SUCCESS
 }
 
+/// `--ncu NAME --ncu-section S ..`: the same single launch under ncu with its own sections
+/// (for example `WarpStateStats`, `SchedulerStats`, `ComputeWorkloadAnalysis`), printed as
+/// ncu formats them: what the curated metrics leave out, for a kernel that misses its model.
+pub fn run_ncu_sections(
+    name: &str,
+    size: Option<u64>,
+    ncu: Option<&Path>,
+    sections: &[String],
+) -> ExitCode {
+    let case = match find_case(name, size) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    // Without ncu, `run_ncu` (run first) has already said so.
+    let Some(ncu) = find_ncu(ncu) else {
+        return ExitCode::SUCCESS;
+    };
+    let Ok(me) = std::env::current_exe() else {
+        return fail("cannot find rooflab-bench's own path");
+    };
+    let entry = format!("{}_{}", case.family, case.variant);
+    let mut cmd = Command::new(&ncu);
+    cmd.args(["--clock-control", "none", "--profile-from-start", "off"]);
+    for sec in sections {
+        cmd.args(["--section", sec]);
+    }
+    cmd.args(["-k", &format!("regex:^{entry}")])
+        .arg(&me)
+        .args(["--profile-one", name]);
+    if let Some(s) = size {
+        cmd.args(["--size", &s.to_string()]);
+    }
+    eprintln!("rooflab: {} ...", show(&cmd));
+    match cmd.output() {
+        Ok(out) => {
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            if no_permission(&text) {
+                println!("rooflab: {PERMISSION_HINT}; nothing profiled.");
+                return ExitCode::SUCCESS;
+            }
+            println!("\n== ncu sections: {}\n{text}", sections.join(", "));
+            if out.status.success() {
+                ExitCode::SUCCESS
+            } else {
+                fail(format!("ncu exited with {}", out.status))
+            }
+        }
+        Err(e) => {
+            println!(
+                "rooflab: could not run {}: {e}; nothing profiled.",
+                ncu.display()
+            );
+            ExitCode::SUCCESS
+        }
+    }
+}
+
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("rooflab: {msg}");
     ExitCode::FAILURE

@@ -53,7 +53,12 @@ pub fn report(results: &Path, docs: Option<&Path>) -> Result<u8> {
 }
 
 /// `cargo xtask profile FAMILY/VARIANT [--size N] [--check-metrics]`.
-pub fn profile(name: Option<&str>, size: Option<&str>, check_metrics: bool) -> Result<u8> {
+pub fn profile(
+    name: Option<&str>,
+    size: Option<&str>,
+    check_metrics: bool,
+    sections: &[String],
+) -> Result<u8> {
     let mut args: Vec<&std::ffi::OsStr> = Vec::new();
     if check_metrics {
         args.push("--check-metrics".as_ref());
@@ -68,6 +73,10 @@ pub fn profile(name: Option<&str>, size: Option<&str>, check_metrics: bool) -> R
         args.push("--size".as_ref());
         args.push(s.as_ref());
     }
+    for sec in sections {
+        args.push("--ncu-section".as_ref());
+        args.push(sec.as_ref());
+    }
     run_bench(&args)
 }
 
@@ -77,7 +86,9 @@ pub const PROFILE_SCRIPT: &str = r##"#!/usr/bin/env bash
 set -uo pipefail
 usage() {
   cat <<'EOF'
-Usage: ./profile FAMILY/VARIANT [--size N]   one launch under ncu, next to the cost model
+Usage: ./profile FAMILY/VARIANT [--size N] [--ncu-section S]...
+                                             one launch under ncu, next to the cost model
+                                             (and ncu's own sections S, e.g. WarpStateStats)
        ./profile --check-metrics             which of rooflab's ncu metrics this GPU/ncu knows
        ./profile --list                      the valid FAMILY/VARIANT names
 Env: NCU  the ncu to use (default: PATH, then /usr/local/cuda/bin/ncu)

@@ -68,6 +68,10 @@ enum Cmd {
         /// Only check that ncu knows rooflab's metrics on this GPU.
         #[arg(long)]
         check_metrics: bool,
+        /// Also print these ncu sections for the same launch (repeatable), e.g.
+        /// `--section WarpStateStats`.
+        #[arg(long)]
+        section: Vec<String>,
     },
 }
 
@@ -90,7 +94,9 @@ fn main() -> ExitCode {
             name,
             size,
             check_metrics,
-        } => lab::profile(name.as_deref(), size.as_deref(), check_metrics).map(ExitCode::from),
+            section,
+        } => lab::profile(name.as_deref(), size.as_deref(), check_metrics, &section)
+            .map(ExitCode::from),
     };
     result.unwrap_or_else(|e| {
         eprintln!("{} {e:#}", util::bad("xtask: error:"));
