@@ -57,14 +57,11 @@ impl LabArgs {
             return Some(profile::check_metrics(self.ncu_path.as_deref()));
         }
         if let Some(name) = &self.ncu {
-            let code = profile::run_ncu(name, size, self.ncu_path.as_deref(), device);
-            if code != ExitCode::SUCCESS || self.ncu_section.is_empty() {
-                return Some(code);
-            }
-            return Some(profile::run_ncu_sections(
+            return Some(profile::run_ncu(
                 name,
                 size,
                 self.ncu_path.as_deref(),
+                device,
                 &self.ncu_section,
             ));
         }

@@ -149,8 +149,17 @@ fn no_permission(text: &str) -> bool {
 const PERMISSION_HINT: &str = "ncu has no permission to read the GPU performance counters \
      (ERR_NVGPUCTRPERM): run as root, or load nvidia with NVreg_RestrictProfilingToAdminUsers=0";
 
-/// `--ncu NAME`.
-pub fn run_ncu(name: &str, size: Option<u64>, ncu: Option<&Path>, device: &str) -> ExitCode {
+/// `--ncu NAME [--ncu-section S ..]`: rooflab's metrics for one launch next to the model,
+/// then, when `sections` are given, ncu's own sections (for example `WarpStateStats`) for
+/// the same launch, as ncu formats them: what the curated metrics leave out, for a kernel
+/// that misses its model.
+pub fn run_ncu(
+    name: &str,
+    size: Option<u64>,
+    ncu: Option<&Path>,
+    device: &str,
+    sections: &[String],
+) -> ExitCode {
     let case = match find_case(name, size) {
         Ok(c) => c,
         Err(code) => return code,
@@ -158,9 +167,6 @@ pub fn run_ncu(name: &str, size: Option<u64>, ncu: Option<&Path>, device: &str) 
     let Some(ncu) = find_ncu(ncu) else {
         println!("rooflab: no Nsight Compute (`ncu`) here; nothing profiled.");
         return ExitCode::SUCCESS;
-    };
-    let Ok(me) = std::env::current_exe() else {
-        return fail("cannot find rooflab-bench's own path");
     };
     let entry = format!("{}_{}", case.family, case.variant);
     // Metrics this ncu does not list would fail the whole run: leave them out, and say so.
@@ -182,53 +188,25 @@ pub fn run_ncu(name: &str, size: Option<u64>, ncu: Option<&Path>, device: &str) 
         }
         _ => METRICS.to_vec(),
     };
-    let mut cmd = Command::new(&ncu);
-    cmd.args([
-        "--clock-control",
-        "none",
-        "--profile-from-start",
-        "off",
+    let metric_list = metrics.join(",");
+    let csv = [
         "--csv",
         "--page",
         "raw",
         "--print-units",
         "base",
         "--metrics",
-        &metrics.join(","),
-        "-k",
-        &format!("regex:^{entry}"),
-    ])
-    .arg(&me)
-    .args(["--profile-one", name]);
-    if let Some(s) = size {
-        cmd.args(["--size", &s.to_string()]);
-    }
-    eprintln!("rooflab: {} ...", show(&cmd));
-    let out = match cmd.output() {
-        Ok(o) => o,
-        Err(e) => {
-            println!(
-                "rooflab: could not run {}: {e}; nothing profiled.",
-                ncu.display()
-            );
-            return ExitCode::SUCCESS;
-        }
+        &metric_list,
+    ];
+    let (text, status) = match under_ncu(&ncu, &entry, name, size, &csv) {
+        Ok(r) => r,
+        Err(code) => return code,
     };
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    if no_permission(&text) {
-        println!("rooflab: {PERMISSION_HINT}; nothing profiled.");
-        return ExitCode::SUCCESS;
-    }
     let kernels = parse_ncu_csv(&text);
     if kernels.is_empty() {
         eprintln!("{text}");
         return fail(format!(
-            "ncu reported no kernel matching `{entry}` (its output is above; ncu exit {})",
-            out.status
+            "ncu reported no kernel matching `{entry}` (its output is above; ncu exit {status})"
         ));
     }
     // The model's floor on the datasheet of `--device` (the ncu run has no roofs of its own).
@@ -239,68 +217,66 @@ pub fn run_ncu(name: &str, size: Option<u64>, ncu: Option<&Path>, device: &str) 
         "{}",
         compare_with_model(&case, &kernels, &Roofs::from_profile(profile))
     );
-    ExitCode::SUCCESS
-}
-
-/// `--ncu NAME --ncu-section S ..`: the same single launch under ncu with its own sections
-/// (for example `WarpStateStats`, `SchedulerStats`, `ComputeWorkloadAnalysis`), printed as
-/// ncu formats them: what the curated metrics leave out, for a kernel that misses its model.
-pub fn run_ncu_sections(
-    name: &str,
-    size: Option<u64>,
-    ncu: Option<&Path>,
-    sections: &[String],
-) -> ExitCode {
-    let case = match find_case(name, size) {
-        Ok(c) => c,
+    if sections.is_empty() {
+        return ExitCode::SUCCESS;
+    }
+    let args: Vec<&str> = sections
+        .iter()
+        .flat_map(|s| ["--section", s.as_str()])
+        .collect();
+    let (text, status) = match under_ncu(&ncu, &entry, name, size, &args) {
+        Ok(r) => r,
         Err(code) => return code,
     };
-    // Without ncu, `run_ncu` (run first) has already said so.
-    let Some(ncu) = find_ncu(ncu) else {
-        return ExitCode::SUCCESS;
-    };
-    let Ok(me) = std::env::current_exe() else {
-        return fail("cannot find rooflab-bench's own path");
-    };
-    let entry = format!("{}_{}", case.family, case.variant);
-    let mut cmd = Command::new(&ncu);
-    cmd.args(["--clock-control", "none", "--profile-from-start", "off"]);
-    for sec in sections {
-        cmd.args(["--section", sec]);
+    println!("\n== ncu sections: {}\n{text}", sections.join(", "));
+    if status.success() {
+        ExitCode::SUCCESS
+    } else {
+        fail(format!("ncu exited with {status}"))
     }
-    cmd.args(["-k", &format!("regex:^{entry}")])
+}
+
+/// One launch of NAME (`rooflab-bench --profile-one`, after warm-up) under `ncu` with
+/// `args`, clocks left alone, kernels matching `entry` only: ncu's output and exit status.
+/// `Err` holds the exit code when there is nothing to show: ncu could not start, or has no
+/// permission for the counters (each said in one line).
+fn under_ncu(
+    ncu: &Path,
+    entry: &str,
+    name: &str,
+    size: Option<u64>,
+    args: &[&str],
+) -> std::result::Result<(String, std::process::ExitStatus), ExitCode> {
+    let Ok(me) = std::env::current_exe() else {
+        return Err(fail("cannot find rooflab-bench's own path"));
+    };
+    let mut cmd = Command::new(ncu);
+    cmd.args(["--clock-control", "none", "--profile-from-start", "off"])
+        .args(args)
+        .args(["-k", &format!("regex:^{entry}")])
         .arg(&me)
         .args(["--profile-one", name]);
     if let Some(s) = size {
         cmd.args(["--size", &s.to_string()]);
     }
     eprintln!("rooflab: {} ...", show(&cmd));
-    match cmd.output() {
-        Ok(out) => {
-            let text = format!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-            if no_permission(&text) {
-                println!("rooflab: {PERMISSION_HINT}; nothing profiled.");
-                return ExitCode::SUCCESS;
-            }
-            println!("\n== ncu sections: {}\n{text}", sections.join(", "));
-            if out.status.success() {
-                ExitCode::SUCCESS
-            } else {
-                fail(format!("ncu exited with {}", out.status))
-            }
-        }
-        Err(e) => {
-            println!(
-                "rooflab: could not run {}: {e}; nothing profiled.",
-                ncu.display()
-            );
-            ExitCode::SUCCESS
-        }
+    let out = cmd.output().map_err(|e| {
+        println!(
+            "rooflab: could not run {}: {e}; nothing profiled.",
+            ncu.display()
+        );
+        ExitCode::SUCCESS
+    })?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if no_permission(&text) {
+        println!("rooflab: {PERMISSION_HINT}; nothing profiled.");
+        return Err(ExitCode::SUCCESS);
     }
+    Ok((text, out.status))
 }
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
