@@ -342,6 +342,50 @@ pub fn gemm_ref(
     (want, bound)
 }
 
+/// The f64 reference of one product at the elements a check compares: every element while
+/// M·N·K <= FULL_CHECK_MAX_MACS, else a sample plus the first/last rows and columns.
+pub struct Reference {
+    idx: Vec<usize>,
+    want: Vec<f64>,
+    bound: Vec<f64>,
+}
+
+impl Reference {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        d: Dims,
+        alpha: f32,
+        a: &[f32],
+        b: &[f32],
+        beta: f32,
+        c_in: Option<&[f32]>,
+        seed: u64,
+    ) -> Reference {
+        let macs = d.m.saturating_mul(d.n).saturating_mul(d.k);
+        let (idx, (want, bound)) = if macs <= FULL_CHECK_MAX_MACS {
+            (
+                (0..d.m * d.n).collect(),
+                gemm_ref(d, alpha, a, b, beta, c_in),
+            )
+        } else {
+            let idx = sample_indices(d, SAMPLE, seed);
+            let r = sampled_ref(d, alpha, a, b, beta, c_in, &idx);
+            (idx, r)
+        };
+        Reference { idx, want, bound }
+    }
+
+    /// `got` (all of C) against the reference; `what` names the check in the message.
+    pub fn compare(&self, what: &str, d: Dims, got: &[f32]) -> Result<()> {
+        let what = if self.idx.len() < d.m * d.n {
+            format!("{what} (sampled)")
+        } else {
+            what.to_string()
+        };
+        compare_bounded(&what, d, got, &self.idx, &self.want, &self.bound).map_err(Error::Mismatch)
+    }
+}
+
 /// (want, bound) at the flat indices `idx` only, on all cores (each element is a K-long
 /// dot product down a column of B: seconds for 8192² when done one by one).
 #[allow(clippy::too_many_arguments)]
@@ -490,17 +534,7 @@ pub fn check(
     let got_all = dc.to_host()?;
     let got = &got_all[off..];
     let c_in = (beta != 0.0).then_some(&c0[..]);
-    let macs = d.m.saturating_mul(d.n).saturating_mul(d.k);
-    let res = if macs <= FULL_CHECK_MAX_MACS {
-        let (want, bound) = gemm_ref(d, alpha, &a, &b, beta, c_in);
-        let idx: Vec<usize> = (0..d.m * d.n).collect();
-        compare_bounded(&what, d, got, &idx, &want, &bound)
-    } else {
-        let idx = sample_indices(d, SAMPLE, seed);
-        let (want, bound) = sampled_ref(d, alpha, &a, &b, beta, c_in, &idx);
-        compare_bounded(&format!("{what} (sampled)"), d, got, &idx, &want, &bound)
-    };
-    res.map_err(Error::Mismatch)?;
+    Reference::new(d, alpha, &a, &b, beta, c_in, seed).compare(&what, d, got)?;
     // The padding in front of C must be untouched.
     if got_all[..off].iter().any(|&x| x != 0.5) {
         return Err(Error::Mismatch(format!("{what}: wrote before C")));
@@ -564,10 +598,7 @@ struct ShapeInputs {
     d: Dims,
     /// Rotating (A, B) device copies (enough sets to outgrow the L2).
     sets: Vec<(DeviceArray<f32>, DeviceArray<f32>)>,
-    /// The reference at `idx` (every element for small shapes, a sample for large ones).
-    idx: Vec<usize>,
-    want: Vec<f64>,
-    bound: Vec<f64>,
+    reference: Reference,
     seed: u64,
 }
 
@@ -579,23 +610,11 @@ impl ShapeInputs {
         let sets = (0..sets)
             .map(|_| Ok((gpu.upload(&a)?, gpu.upload(&b)?)))
             .collect::<Result<Vec<_>>>()?;
-        let macs = d.m.saturating_mul(d.n).saturating_mul(d.k);
-        let (idx, (want, bound)) = if macs <= FULL_CHECK_MAX_MACS {
-            (
-                (0..d.m * d.n).collect(),
-                gemm_ref(d, BENCH_ALPHA, &a, &b, BENCH_BETA, None),
-            )
-        } else {
-            let idx = sample_indices(d, SAMPLE, seed);
-            let r = sampled_ref(d, BENCH_ALPHA, &a, &b, BENCH_BETA, None, &idx);
-            (idx, r)
-        };
+        let reference = Reference::new(d, BENCH_ALPHA, &a, &b, BENCH_BETA, None, seed);
         Ok(ShapeInputs {
             d,
             sets,
-            idx,
-            want,
-            bound,
+            reference,
             seed,
         })
     }
@@ -660,16 +679,11 @@ impl Workload for GemmWork {
         gpu.sync()?;
         let got = c.to_host()?;
         let what = format!(
-            "{} {d} alpha={BENCH_ALPHA} beta={BENCH_BETA} seed={}{}",
+            "{} {d} alpha={BENCH_ALPHA} beta={BENCH_BETA} seed={}",
             self.v.entry(),
-            x.seed,
-            if x.idx.len() < d.m * d.n {
-                " (sampled)"
-            } else {
-                ""
-            }
+            x.seed
         );
-        compare_bounded(&what, d, &got, &x.idx, &x.want, &x.bound).map_err(Error::Mismatch)
+        x.reference.compare(&what, d, &got)
     }
     fn launch(&mut self, gpu: &Gpu, i: usize) -> Result<()> {
         let k = i % self.outs.len();
