@@ -52,6 +52,7 @@ pub const fn rows_vectorizable(base: u64, ld: u32) -> bool {
 #[cfg(target_arch = "nvptx64")]
 pub(crate) mod dev {
     use crate::gpu::vector::{self, F32x4};
+    use crate::gpu::{thread, warp};
 
     /// Element offset of `(row, col)` in a row-major matrix with row stride `ld`.
     #[inline(always)]
@@ -321,6 +322,74 @@ pub(crate) mod dev {
             // SAFETY: r < BK, c + 3 < BN, c a multiple of 4: an aligned float4 in the tile.
             unsafe { *(bs.add(r * BN + c) as *mut F32x4) = F32x4(*q) };
         }
+    }
+
+    /// Where a thread of the warp-tiled kernels (v07-v09) works: the block tile's corner in
+    /// C `(bm0, bn0)`, its warp's tile inside the block tile `(wm0, wn0)`, and its lane's
+    /// patch inside a sub-tile `lane_origin(lane)`.
+    #[inline(always)]
+    pub fn warp_tile_origin<const BM: u32, const BN: u32, const WM: u32, const WN: u32>(
+        lane_origin: impl Fn(u32) -> (u32, u32),
+    ) -> WarpTileOrigin {
+        let t = thread::thread_idx_x();
+        let (bm0, bn0) = (thread::block_idx_y() * BM, thread::block_idx_x() * BN);
+        let w = t / warp::WARP_SIZE;
+        let wm0 = ((w / (BN / WN)) * WM) as usize;
+        let wn0 = ((w % (BN / WN)) * WN) as usize;
+        let (lr, lc) = lane_origin(t % warp::WARP_SIZE);
+        let (lr, lc) = (lr as usize, lc as usize);
+        WarpTileOrigin {
+            bm0,
+            bn0,
+            wm0,
+            wn0,
+            lr,
+            lc,
+        }
+    }
+
+    /// See [`warp_tile_origin`]. The parts stay separate: added up front, LLVM schedules
+    /// the kernels' address arithmetic differently (measured figures belong to this PTX).
+    #[derive(Clone, Copy)]
+    pub struct WarpTileOrigin {
+        pub bm0: u32,
+        pub bn0: u32,
+        pub wm0: usize,
+        pub wn0: usize,
+        pub lr: usize,
+        pub lc: usize,
+    }
+
+    /// The warp-tiled kernels' epilogue: a thread's 8×8 results (2×2 sub-tiles of 4×4, the
+    /// sub-tiles SUBM rows and SUBN columns apart) at `o`, four columns at a time through
+    /// [`store_c4`].
+    ///
+    /// # Safety
+    /// `c` is an M×N matrix; `c_vec` only if `rows_vectorizable(c, n)`.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn store_warp_tile<const SUBM: usize, const SUBN: usize>(
+        c: *mut f32,
+        m: u32,
+        n: u32,
+        o: WarpTileOrigin,
+        acc: &[[f32; 8]; 8],
+        alpha: f32,
+        beta: f32,
+        c_vec: bool,
+    ) {
+        unroll!(2, sm => {
+            unroll!(4, i => {
+                let r = &acc[sm * 4 + i];
+                let row = o.bm0 + (o.wm0 + sm * SUBM + o.lr + i) as u32;
+                unroll!(2, sn => {
+                    let col = o.bn0 + (o.wn0 + sn * SUBN + o.lc) as u32;
+                    let v = [r[sn * 4], r[sn * 4 + 1], r[sn * 4 + 2], r[sn * 4 + 3]];
+                    // SAFETY: store_c4 checks row and col against M and N.
+                    unsafe { store_c4(c, m, n, row, col, v, alpha, beta, c_vec) };
+                });
+            });
+        });
     }
 
     /// The math of one BK = 16 slice for the warp-tiled kernels (v07, v08): a lane's 8×8

@@ -66,10 +66,12 @@ const _: () = assert!(LDA.is_multiple_of(4) && TM == 4 && TN == 4);
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
     use super::*;
-    use crate::gemm::dev::{fetch_tile, store_a_transposed, store_b, store_c4, warp_tile_bk16};
+    use crate::gemm::dev::{
+        fetch_tile, store_a_transposed, store_b, store_warp_tile, warp_tile_bk16, warp_tile_origin,
+    };
     use crate::gemm::rows_vectorizable;
     use crate::gpu::vector::F32x4;
-    use crate::gpu::{shared, sync_threads, thread, warp};
+    use crate::gpu::{shared, sync_threads, thread};
 
     #[unsafe(no_mangle)]
     #[allow(clippy::too_many_arguments)]
@@ -99,13 +101,8 @@ mod kernels {
         // Asked for as F32x4 so the shared block is declared 16-byte aligned (float4 access).
         let smem = shared::dynamic_shared_mem::<F32x4>() as *mut f32;
         let t = thread::thread_idx_x();
-        let (bm0, bn0) = (thread::block_idx_y() * BM, thread::block_idx_x() * BN);
-        let w = t / warp::WARP_SIZE;
-        let lane = t % warp::WARP_SIZE;
-        let wm0 = ((w / (BN / WN)) * WM) as usize;
-        let wn0 = ((w % (BN / WN)) * WN) as usize;
-        let (lr, lc) = lane_origin(lane);
-        let (lr, lc) = (lr as usize, lc as usize);
+        let o = warp_tile_origin::<BM, BN, WM, WN>(lane_origin);
+        let (bm0, bn0) = (o.bm0, o.bn0);
         let a_vec = rows_vectorizable(a as u64, k);
         let b_vec = rows_vectorizable(b as u64, n);
         let c_vec = rows_vectorizable(c as u64, n);
@@ -130,21 +127,17 @@ mod kernels {
                         ra = fetch_tile::<BMU, BKU, T, NA>(a, m, k, k, bm0, k0, t, a_vec);
                         rb = fetch_tile::<BKU, BNU, T, NB>(b, k, n, n, k0, bn0, t, b_vec);
                     }
-                    warp_tile_bk16::<LDAU, BNU, SUBM, SUBN>(as_, bs, wm0 + lr, wn0 + lc, &mut acc);
+                    warp_tile_bk16::<LDAU, BNU, SUBM, SUBN>(
+                        as_,
+                        bs,
+                        o.wm0 + o.lr,
+                        o.wn0 + o.lc,
+                        &mut acc,
+                    );
                     sync_threads();
                 }
             }
-            unroll!(2, sm => {
-                unroll!(4, i => {
-                    let r = &acc[sm * TMU + i];
-                    let row = bm0 + (wm0 + sm * SUBM + lr + i) as u32;
-                    unroll!(2, sn => {
-                        let col = bn0 + (wn0 + sn * SUBN + lc) as u32;
-                        let v = [r[sn * 4], r[sn * 4 + 1], r[sn * 4 + 2], r[sn * 4 + 3]];
-                        store_c4(c, m, n, row, col, v, alpha, beta, c_vec);
-                    });
-                });
-            });
+            store_warp_tile::<SUBM, SUBN>(c, m, n, o, &acc, alpha, beta, c_vec);
         }
     }
 }
