@@ -65,6 +65,8 @@ run_step() {
 
 # libtest's summary line, e.g. "test result: ok. 23 passed; 0 failed; 0 ignored; ..."
 test_result() { grep -E '^test result:' "$1" | tail -n1; }
+# How many tests that summary line says passed (empty when there is none).
+passed_in() { sed -nE 's/.* ([0-9]+) passed.*/\1/p' <<<"$1"; }
 
 # 1. The machine, for the record.
 if command -v nvidia-smi >/dev/null; then
@@ -77,7 +79,7 @@ fi
 # shellcheck disable=SC2086  # GPU_TEST_ARGS is a word list on purpose
 if run_step gpu-tests "$OUT/gpu-tests.log" ./gpu-tests ${GPU_TEST_ARGS:-}; then
   result="$(test_result "$OUT/gpu-tests.log")"
-  passed="$(sed -nE 's/.* ([0-9]+) passed.*/\1/p' <<<"$result")"
+  passed="$(passed_in "$result")"
   if [[ "${passed:-0}" -gt 0 ]]; then
     pass "gpu-tests: ${result#test result: }"
   else
@@ -117,7 +119,7 @@ if [[ "$SANITIZE" == 1 ]]; then
       errors="$(grep -oE 'ERROR SUMMARY: [0-9]+ error' "$log" | grep -oE '[0-9]+' | tail -n1)"
       [[ -n "$errors" ]] || errors="$(grep -oE 'SUMMARY: .*\(([0-9]+) error' "$log" | grep -oE '\([0-9]+' | tr -d '(' | tail -n1)"
       result="$(test_result "$log")"
-      passed="$(sed -nE 's/.* ([0-9]+) passed.*/\1/p' <<<"$result")"
+      passed="$(passed_in "$result")"
       if [[ "${passed:-0}" -eq 0 ]]; then
         fail "sanitize $tool ran no test: ${result:-no summary line} (see $log)"
       elif [[ $rc -eq 0 && "${errors:-0}" -eq 0 ]]; then
