@@ -14,11 +14,18 @@ pub fn probe() -> Result<(), String> {
     }
 }
 
-/// A trial that opens its own `Gpu` and runs the test on it.
+/// A trial that opens its own `Gpu` and runs the test on it. Under a sanitizer each test's
+/// time is logged too: that is where a sanitizer pass's minutes go.
 pub fn trial(t: GpuTest) -> Trial {
     let run = t.run;
+    let name = t.name.clone();
     Trial::test(t.name, move || {
+        let t0 = std::time::Instant::now();
         let gpu = Gpu::new().map_err(|e| Failed::from(e.to_string()))?;
-        run(&gpu).map_err(|e| Failed::from(e.to_string()))
+        let r = run(&gpu).map_err(|e| Failed::from(e.to_string()));
+        if let Ok(tool) = std::env::var("ROOFLAB_SANITIZE") {
+            eprintln!("  [{tool}] {name}: {:.1} s", t0.elapsed().as_secs_f64());
+        }
+        r
     })
 }

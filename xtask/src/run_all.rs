@@ -24,6 +24,11 @@ Env: GPU_TEST_ARGS       extra arguments for gpu-tests (for example a name filte
      SANITIZE_TEST_ARGS  arguments for gpu-tests under the sanitizer
                          (default: GPU_TEST_ARGS plus --skip fault_ --skip past_2_31)
      SANITIZE_TOOLS      default "memcheck racecheck synccheck initcheck"
+     SANITIZE_TIMEOUT    seconds each sanitizer process may run (default: no limit): the
+                         whole tool, or one test under SANITIZE_PER_TEST; out of time fails
+     SANITIZE_PER_TEST   tools that run each test in a process of its own (default
+                         "racecheck", which stalls on a multi-threaded test binary)
+     SANITIZE_JOBS       how many of those processes at a time (default 8)
      COMPUTE_SANITIZER   the compute-sanitizer to use (default: PATH, then /usr/local/cuda/bin)
 EOF
 }
@@ -92,6 +97,36 @@ fi
 # 3. The tests again under each compute-sanitizer tool (skip with --no-sanitize). The
 #    deliberate device fault would count as an error, and the multi-GB tests take minutes
 #    when every access is checked: both are skipped there.
+# one_process_per_test TOOL: every selected test in a compute-sanitizer process of its own,
+# SANITIZE_JOBS at a time (each log under sanitize-TOOL/), then one summary in the format of
+# a whole-binary run. racecheck needs this: with the tests on several threads of one
+# process it stalled (on the H200: 10 of 79 tests done after 420 s), while one process per
+# test ran all of them in a minute with 12 at a time.
+one_process_per_test() {
+  local tool=$1 dir="$OUT/sanitize-$1"
+  mkdir -p "$dir" && rm -f "$dir"/*.log
+  ./gpu-tests --list "${TEST_ARGS[@]}" 2>/dev/null | sed -n 's/: test$//p' >"$dir/tests.txt"
+  echo "$(wc -l <"$dir/tests.txt") tests, one process each, ${SANITIZE_JOBS:-8} at a time"
+  # shellcheck disable=SC2016  # expanded by the inner bash
+  TOOL="$tool" DIR="$dir" SAN="$SAN" xargs -P "${SANITIZE_JOBS:-8}" -I{} \
+    bash -c 'ROOFLAB_SANITIZE="$TOOL" '"${LIMIT[*]:-}"' "$SAN" --tool "$TOOL" --error-exitcode 1 \
+      ./gpu-tests --exact "$1" >"$DIR/$1.log" 2>&1; echo "$1 exit $?"' _ {} <"$dir/tests.txt"
+  local passed=0 failed=0 errors=0 name n
+  while read -r name; do
+    if grep -qE '^test result: ok\. 1 passed' "$dir/$name.log"; then
+      passed=$((passed + 1))
+    else
+      failed=$((failed + 1))
+      echo "FAILED $name (see $dir/$name.log)"
+    fi
+    n="$(grep -oE 'ERROR SUMMARY: [0-9]+ error|\(([0-9]+) error' "$dir/$name.log" | grep -oE '[0-9]+' | sort -n | tail -n1)"
+    errors=$((errors + ${n:-0}))
+  done <"$dir/tests.txt"
+  echo "test result: $([[ $failed -eq 0 ]] && echo ok || echo FAILED). $passed passed; $failed failed (one process per test)"
+  echo "========= ERROR SUMMARY: $errors errors"
+  [[ $failed -eq 0 && $errors -eq 0 ]]
+}
+
 if [[ "$SANITIZE" == 1 ]]; then
   SAN="${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}"
   if [[ ! -x "$SAN" ]]; then
@@ -101,13 +136,19 @@ if [[ "$SANITIZE" == 1 ]]; then
     # check correctness, not speed), each with ROOFLAB_SANITIZE=<tool> for its shapes.
     TOOLS=(${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck})
     declare -A PIDS=()
+    LIMIT=()
+    [[ "${SANITIZE_TIMEOUT:-0}" -gt 0 ]] && LIMIT=(timeout "$SANITIZE_TIMEOUT")
+    # shellcheck disable=SC2206  # a word list on purpose
+    TEST_ARGS=(${SANITIZE_TEST_ARGS:-${GPU_TEST_ARGS:-} --skip fault_ --skip past_2_31})
     for tool in "${TOOLS[@]}"; do
       log="$OUT/sanitize-$tool.log"
       echo "==> compute-sanitizer $tool (log: $log)"
-      # shellcheck disable=SC2086
-      ROOFLAB_SANITIZE="$tool" "$SAN" --tool "$tool" --error-exitcode 1 \
-        ./gpu-tests ${SANITIZE_TEST_ARGS:-${GPU_TEST_ARGS:-} --skip fault_ --skip past_2_31} \
-        >"$log" 2>&1 &
+      if [[ " ${SANITIZE_PER_TEST:-racecheck} " == *" $tool "* ]]; then
+        one_process_per_test "$tool" >"$log" 2>&1 &
+      else
+        ROOFLAB_SANITIZE="$tool" ${LIMIT[@]+"${LIMIT[@]}"} "$SAN" --tool "$tool" --error-exitcode 1 \
+          ./gpu-tests "${TEST_ARGS[@]}" >"$log" 2>&1 &
+      fi
       PIDS[$tool]=$!
     done
     for tool in "${TOOLS[@]}"; do
@@ -120,7 +161,10 @@ if [[ "$SANITIZE" == 1 ]]; then
       [[ -n "$errors" ]] || errors="$(grep -oE 'SUMMARY: .*\(([0-9]+) error' "$log" | grep -oE '\([0-9]+' | tr -d '(' | tail -n1)"
       result="$(test_result "$log")"
       passed="$(passed_in "$result")"
-      if [[ "${passed:-0}" -eq 0 ]]; then
+      if [[ $rc -eq 124 ]]; then
+        done_tests="$(grep -cE '^test .* ok$' "$log")"
+        fail "sanitize $tool: out of time after ${SANITIZE_TIMEOUT}s with $done_tests tests passed, ${errors:-no} errors so far (see $log)"
+      elif [[ "${passed:-0}" -eq 0 ]]; then
         fail "sanitize $tool ran no test: ${result:-no summary line} (see $log)"
       elif [[ $rc -eq 0 && "${errors:-0}" -eq 0 ]]; then
         pass "sanitize $tool: ${errors:-no} errors reported (${result#test result: })"

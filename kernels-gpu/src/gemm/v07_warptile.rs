@@ -101,7 +101,7 @@ mod kernels {
         // Asked for as F32x4 so the shared block is declared 16-byte aligned (float4 access).
         let smem = shared::dynamic_shared_mem::<F32x4>() as *mut f32;
         let t = thread::thread_idx_x();
-        let o = warp_tile_origin::<BM, BN, WM, WN>(lane_origin);
+        let o = warp_tile_origin(BM, BN, WM, WN, lane_origin);
         let (bm0, bn0) = (o.bm0, o.bn0);
         let a_vec = rows_vectorizable(a as u64, k);
         let b_vec = rows_vectorizable(b as u64, n);
@@ -127,7 +127,7 @@ mod kernels {
                         ra = fetch_tile::<BMU, BKU, T, NA>(a, m, k, k, bm0, k0, t, a_vec);
                         rb = fetch_tile::<BKU, BNU, T, NB>(b, k, n, n, k0, bn0, t, b_vec);
                     }
-                    warp_tile_bk16::<LDAU, BNU, SUBM, SUBN>(
+                    warp_tile_bk16::<LDAU, BNU, SUBM, SUBN, MI, NI, { MI * TMU }, { NI * TNU }>(
                         as_,
                         bs,
                         o.wm0 + o.lr,
@@ -137,7 +137,9 @@ mod kernels {
                     sync_threads();
                 }
             }
-            store_warp_tile::<SUBM, SUBN>(c, m, n, o, &acc, alpha, beta, c_vec);
+            store_warp_tile::<SUBM, SUBN, MI, NI, { MI * TMU }, { NI * TNU }>(
+                c, m, n, o, &acc, alpha, beta, c_vec,
+            );
         }
     }
 }

@@ -24,9 +24,10 @@
 //! ptxas: 128 registers, two 256-thread blocks per SM.
 //!
 //! Expected bound: FMA issue; ≥ v07, ~90% of cuBLAS SGEMM. Measured on the H200
-//! (2026-12-02 13:22): 44.0 TFLOP/s at 4096³, 44.6 at 8192³, 86% and 87% of cuBLAS, 1-2%
-//! over v07; the ladder's best. ncu: 3.00 shared wavefronts per `ld.shared.v4` (v09's
-//! subject), 16 warps per SM.
+//! (2026-12-02 14:59): 44.1 TFLOP/s at 4096³, 44.6 at 8192³, 86% and 87% of cuBLAS, 1-2%
+//! over v07. ncu at 4096³: 3.00 shared wavefronts per `ld.shared.v4` (v09's subject); 2.48 G
+//! warp instructions, 86.5% of them FMAs; 16 warps per SM, 4.91 cycles between a warp's
+//! issues (v10's and v11's subject).
 
 /// Block tile: BM×BN of C, stepping BK along K.
 pub const BM: u32 = 128;
@@ -75,29 +76,23 @@ pub(crate) mod kernels {
         at, fetch_tile, store_a_transposed, store_b, store_warp_tile, warp_tile_bk16,
         warp_tile_origin,
     };
-    use crate::gemm::rows_vectorizable;
+    use crate::gemm::{SUB_M, SUB_N, rows_vectorizable};
     use crate::gpu::async_copy::{commit_group, copy_16_zfill, shared_addr, wait_group};
     use crate::gpu::vector::F32x4;
     use crate::gpu::{shared, sync_threads, thread};
 
-    const BMU: usize = BM as usize;
-    const BNU: usize = BN as usize;
-    const BKU: usize = BK as usize;
-    const LDAU: usize = LDA as usize;
-    const T: usize = THREADS as usize;
-    /// float4s of A and of B per thread per tile.
-    const NA: usize = BMU * BKU / 4 / T;
-    const NB: usize = BKU * BNU / 4 / T;
+    /// The fixed slice depth of `warp_tile_bk16`.
+    const BKU: usize = 16;
 
-    /// Issue the copies of the B tile at `k0` into the stage at `stage_ptr` and commit them
-    /// as one group.
+    /// Issue the copies of the 16×BN tile of B at `k0` into the stage at `stage_ptr` (B
+    /// after the BK·LDA f32 of A) and commit them as one group; NB float4s per thread.
     ///
     /// # Safety
-    /// B is K×N; `stage_ptr` is a 16-byte aligned stage of STAGE_F32 f32 in shared memory;
-    /// `b_vec == rows_vectorizable(b, n)`.
+    /// B is K×N; `stage_ptr` is a 16-byte aligned stage of 16·(LDA + BN) f32 in shared
+    /// memory; `b_vec == rows_vectorizable(b, n)`.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn load_stage_b(
+    unsafe fn load_stage_b<const BN: usize, const LDA: usize, const T: usize, const NB: usize>(
         b: *const f32,
         n: u32,
         k: u32,
@@ -111,12 +106,12 @@ pub(crate) mod kernels {
         // SAFETY: every copy reads only in-bounds elements (src size 0 otherwise, with the
         // address clamped to the matrix start) and writes inside the stage.
         unsafe {
-            let bs = stage + 4 * BK * LDA;
+            let bs = stage + 4 * (BKU * LDA) as u32;
             if b_vec {
-                for i in 0..BKU * BNU / 4 / T {
+                for i in 0..NB {
                     let idx = t as usize + i * T;
-                    let r = (idx / (BNU / 4)) as u32;
-                    let cc = (idx % (BNU / 4)) as u32 * 4;
+                    let r = (idx / (BN / 4)) as u32;
+                    let cc = (idx % (BN / 4)) as u32 * 4;
                     let (row, col) = (k0 + r, bn0 + cc);
                     // With 16-byte aligned rows N % 4 == 0, so a float4 is all in or all out;
                     // the clamp keeps the source size exact anyway.
@@ -126,56 +121,48 @@ pub(crate) mod kernels {
                         0
                     };
                     let src = if bytes > 0 { b.add(at(row, n, col)) } else { b };
-                    copy_16_zfill(bs + 4 * (r * BN + cc), src, bytes);
+                    copy_16_zfill(bs + 4 * (r * BN as u32 + cc), src, bytes);
                 }
             } else {
                 // Rows not 16-byte aligned: through registers with checked scalar loads
                 // (a slow path for odd N only, so its latency is not hidden).
-                let rb = fetch_tile::<BKU, BNU, T, NB>(b, k, n, n, k0, bn0, t, false);
-                store_b::<BNU, T, NB>(&rb, t, stage_ptr.add(BKU * LDAU));
+                let rb = fetch_tile::<BKU, BN, T, NB>(b, k, n, n, k0, bn0, t, false);
+                store_b::<BN, T, NB>(&rb, t, stage_ptr.add(BKU * LDA));
             }
         }
         commit_group();
     }
 
-    #[unsafe(no_mangle)]
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe extern "gpu-kernel" fn gemm_v08_double_buffered(
-        m: u32,
-        n: u32,
-        k: u32,
-        alpha: f32,
-        a: *const f32,
-        b: *const f32,
-        beta: f32,
-        c: *mut f32,
-    ) {
-        // SAFETY: the kernel's parameters, forwarded (see `two_stage`).
-        unsafe {
-            two_stage(
-                m,
-                n,
-                k,
-                alpha,
-                a,
-                b,
-                beta,
-                c,
-                crate::gemm::v07_warptile::lane_origin,
-            )
-        }
-    }
+    two_stage_kernel!(
+        gemm_v08_double_buffered,
+        crate::gemm::v07_warptile::lane_origin
+    );
 
-    /// The whole v08 kernel with the lane-to-patch map as a parameter (v09 changes only
-    /// that map). `lane_origin(lane)` must give each lane of a warp a distinct TM×TN patch
-    /// of the 16×32 sub-tile, at multiples of 4.
+    /// The whole v08 kernel with its geometry and the lane-to-patch map as parameters (v09
+    /// changes only the map, v10 the warp tile, v11 the block tile; see `two_stage_kernel!`): a BM×BN block tile of T threads, A's
+    /// transposed row stride LDA, WM×WN warp tiles of MI×NI sub-tiles of SUB_M×SUB_N, NA /
+    /// NB float4s of A / B per thread per tile, R×C results per thread. `lane_origin(lane)`
+    /// must give each lane of a warp a distinct 4×4 patch of the sub-tile, at multiples of 4.
     ///
     /// # Safety
     /// A is M×K, B is K×N, C is M×N (row-major, as the kernel's host wrapper checks), the
-    /// launch is the one `THREADS`/`SHARED_F32` describe.
+    /// launch has T threads and `2·16·(LDA + BN)` f32 of dynamic shared memory.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    pub(crate) unsafe fn two_stage(
+    pub(crate) unsafe fn two_stage<
+        const BM: usize,
+        const BN: usize,
+        const LDA: usize,
+        const T: usize,
+        const WM: usize,
+        const WN: usize,
+        const MI: usize,
+        const NI: usize,
+        const NA: usize,
+        const NB: usize,
+        const R: usize,
+        const C: usize,
+    >(
         m: u32,
         n: u32,
         k: u32,
@@ -186,23 +173,19 @@ pub(crate) mod kernels {
         c: *mut f32,
         lane_origin: impl Fn(u32) -> (u32, u32),
     ) {
-        const MI: usize = WMITER as usize;
-        const NI: usize = WNITER as usize;
-        const SUBM: usize = (WM / WMITER) as usize;
-        const SUBN: usize = (WN / WNITER) as usize;
-        const TMU: usize = TM as usize;
-        const TNU: usize = TN as usize;
-        const STAGE: usize = STAGE_F32 as usize;
+        const { assert!(WM == MI * SUB_M && WN == NI * SUB_N) };
+        let stage_f32: usize = BKU * (LDA + BN);
+        const BK32: u32 = BKU as u32;
         // Asked for as F32x4 so the shared block is declared 16-byte aligned (float4 access).
         let smem = shared::dynamic_shared_mem::<F32x4>() as *mut f32;
         let t = thread::thread_idx_x();
-        let o = warp_tile_origin::<BM, BN, WM, WN>(lane_origin);
+        let o = warp_tile_origin(BM as u32, BN as u32, WM as u32, WN as u32, lane_origin);
         let (bm0, bn0) = (o.bm0, o.bn0);
         let b_vec = rows_vectorizable(b as u64, n);
         let c_vec = rows_vectorizable(c as u64, n);
         let a_vec = rows_vectorizable(a as u64, k);
-        let tiles = k.div_ceil(BK);
-        let mut acc = [[0.0f32; NI * TNU]; MI * TMU];
+        let tiles = k.div_ceil(BK32);
+        let mut acc = [[0.0f32; C]; R];
         // SAFETY: copies stay inside their stage and read in bounds (load_stage_b,
         // fetch_tile); shared reads stay inside the stage being computed on, float4-aligned;
         // stores are checked against M and N in store_c4. Tile t+1 is written into stage
@@ -211,37 +194,37 @@ pub(crate) mod kernels {
         // after its A stores and its `cp.async.wait_group 0`.
         unsafe {
             if tiles > 0 {
-                load_stage_b(b, n, k, bn0, 0, t, smem, b_vec);
-                let ra = fetch_tile::<BMU, BKU, T, NA>(a, m, k, k, bm0, 0, t, a_vec);
-                store_a_transposed::<BKU, LDAU, T, NA>(&ra, t, smem);
+                load_stage_b::<BN, LDA, T, NB>(b, n, k, bn0, 0, t, smem, b_vec);
+                let ra = fetch_tile::<BM, BKU, T, NA>(a, m, k, k, bm0, 0, t, a_vec);
+                store_a_transposed::<BKU, LDA, T, NA>(&ra, t, smem);
                 wait_group::<0>();
                 sync_threads();
             }
             for tile in 0..tiles {
-                let cur = smem.add((tile % STAGES) as usize * STAGE);
-                let next = smem.add(((tile + 1) % STAGES) as usize * STAGE);
+                let cur = smem.add((tile % STAGES) as usize * stage_f32);
+                let next = smem.add(((tile + 1) % STAGES) as usize * stage_f32);
                 // Next tile: B by cp.async straight into the other stage, A into registers
                 // (16-byte loads; it is stored transposed after the math). Both are in
                 // flight while the warps compute on the current stage.
                 // Past the last tile both loaders take their checked paths, read nothing and
                 // fill the idle stage with zeros: unconditional, so no branch around them.
-                let k0 = (tile + 1) * BK;
-                load_stage_b(b, n, k, bn0, k0, t, next, b_vec);
-                let ra = fetch_tile::<BMU, BKU, T, NA>(a, m, k, k, bm0, k0, t, a_vec);
-                let bs = cur.add(BKU * LDAU);
-                warp_tile_bk16::<LDAU, BNU, SUBM, SUBN>(
+                let k0 = (tile + 1) * BK32;
+                load_stage_b::<BN, LDA, T, NB>(b, n, k, bn0, k0, t, next, b_vec);
+                let ra = fetch_tile::<BM, BKU, T, NA>(a, m, k, k, bm0, k0, t, a_vec);
+                let bs = cur.add(BKU * LDA);
+                warp_tile_bk16::<LDA, BN, SUB_M, SUB_N, MI, NI, R, C>(
                     cur,
                     bs,
                     o.wm0 + o.lr,
                     o.wn0 + o.lc,
                     &mut acc,
                 );
-                store_a_transposed::<BKU, LDAU, T, NA>(&ra, t, next);
+                store_a_transposed::<BKU, LDA, T, NA>(&ra, t, next);
                 wait_group::<0>();
                 // One barrier per tile: the double buffer removes the write-after-read one.
                 sync_threads();
             }
-            store_warp_tile::<SUBM, SUBN>(c, m, n, o, &acc, alpha, beta, c_vec);
+            store_warp_tile::<SUB_M, SUB_N, MI, NI, R, C>(c, m, n, o, &acc, alpha, beta, c_vec);
         }
     }
 }

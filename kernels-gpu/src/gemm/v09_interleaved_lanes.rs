@@ -41,21 +41,7 @@ const _: () = assert!(WM / WMITER == 4 * TM && WN / WNITER == 8 * TN);
 
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
-    use crate::gemm::v08_double_buffered::kernels::two_stage;
+    use super::*;
 
-    #[unsafe(no_mangle)]
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe extern "gpu-kernel" fn gemm_v09_interleaved_lanes(
-        m: u32,
-        n: u32,
-        k: u32,
-        alpha: f32,
-        a: *const f32,
-        b: *const f32,
-        beta: f32,
-        c: *mut f32,
-    ) {
-        // SAFETY: the kernel's parameters, forwarded; launched with v08's geometry.
-        unsafe { two_stage(m, n, k, alpha, a, b, beta, c, super::lane_origin) }
-    }
+    two_stage_kernel!(gemm_v09_interleaved_lanes, super::lane_origin);
 }
