@@ -89,13 +89,24 @@ impl Variant {
         }
     }
 
-    /// The 2D launch for an `m × n` input: x over column blocks, y over row blocks, y capped
-    /// at CUDA's limit (the kernels loop over the rest).
+    /// Whether grid x runs over row blocks (v04: blocks walk down the input first, see its
+    /// header) rather than column blocks.
+    fn rows_on_x(self) -> bool {
+        self == Variant::V04MultiElementVectorized
+    }
+
+    /// The 2D launch for an `m × n` input: x over column blocks and y over row blocks (x
+    /// over row blocks and y over column blocks for v04), y capped at CUDA's limit (the
+    /// kernels loop over the rest).
     pub fn launch_config(self, m: u32, n: u32) -> LaunchConfig {
         let ((cols, rows), block, shared) = self.block_geometry();
-        let gx = n.div_ceil(cols);
-        let gy = m.div_ceil(rows).min(MAX_GRID_Y);
-        LaunchConfig::grid_2d((gx, gy), block, shared)
+        let (col_blocks, row_blocks) = (n.div_ceil(cols), m.div_ceil(rows));
+        let (gx, gy) = if self.rows_on_x() {
+            (row_blocks, col_blocks)
+        } else {
+            (col_blocks, row_blocks)
+        };
+        LaunchConfig::grid_2d((gx, gy.min(MAX_GRID_Y)), block, shared)
     }
 }
 
@@ -243,8 +254,9 @@ pub fn check(
 
 /// Shapes every variant is checked at: 1×1, a row, a column, odd and prime shapes that are
 /// no multiple of any tile, a tall one that needs the y loop only where grids are capped,
-/// a large awkward one and the bench shape.
-pub const TEST_SHAPES: [(usize, usize); 12] = [
+/// a wide one past 65535 column blocks (v04's y loop over columns), a large awkward one and
+/// the bench shape.
+pub const TEST_SHAPES: [(usize, usize); 13] = [
     (1, 1),
     (1, 1000),
     (1000, 1),
@@ -255,6 +267,7 @@ pub const TEST_SHAPES: [(usize, usize); 12] = [
     (1021, 1031),
     (7, 100_003),
     (100_003, 5),
+    (3, 2_100_007),
     (4097, 8191),
     (8192, 8192),
 ];
@@ -501,10 +514,11 @@ mod tests {
                                 }
                             }
                             Variant::V04MultiElementVectorized => {
+                                // Rows on x, columns on y (with the y loop).
                                 let vec = v04_multi_element_vectorized::VEC;
-                                let j0 = (bx * bx_n + tx) * vec;
-                                let mut i0 = (by * by_n + ty) * vec;
-                                while j0 < n && i0 < m {
+                                let i0 = (bx * by_n + ty) * vec;
+                                let mut j0 = (by * bx_n + tx) * vec;
+                                while i0 < m && j0 < n {
                                     for r in 0..vec {
                                         for c in 0..vec {
                                             if i0 + r < m && j0 + c < n {
@@ -512,7 +526,7 @@ mod tests {
                                             }
                                         }
                                     }
-                                    i0 += gy * by_n * vec;
+                                    j0 += gy * bx_n * vec;
                                 }
                             }
                         }
@@ -559,7 +573,10 @@ mod tests {
         let cfg = Variant::V01Naive.launch_config(1 << 30, 1);
         assert_eq!(cfg.grid.1, MAX_GRID_Y);
         let cfg = Variant::V04MultiElementVectorized.launch_config(8192, 8192);
-        assert_eq!(cfg.grid, (8192 / 32, 8192 / 128, 1));
+        assert_eq!(cfg.grid, (8192 / 128, 8192 / 32, 1));
+        // v04's y runs over column blocks: capped there.
+        let cfg = Variant::V04MultiElementVectorized.launch_config(4, 1 << 30);
+        assert_eq!(cfg.grid, (1, MAX_GRID_Y, 1));
         assert_eq!(cfg.block, (8, 32, 1));
         assert_eq!(
             Variant::V03Padded.launch_config(33, 65).shared_bytes,

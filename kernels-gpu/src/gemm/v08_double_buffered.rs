@@ -24,7 +24,7 @@
 //! ptxas: 128 registers, two 256-thread blocks per SM.
 //!
 //! Expected bound: FMA issue; ≥ v07, ~90% of cuBLAS SGEMM. Measured on the H200
-//! (2026-12-02 14:59): 44.1 TFLOP/s at 4096³, 44.6 at 8192³, 86% and 87% of cuBLAS, 1-2%
+//! (2026-12-02 15:15): 44.0 TFLOP/s at 4096³, 44.6 at 8192³, 86% and 87% of cuBLAS, 1-2%
 //! over v07. ncu at 4096³: 3.00 shared wavefronts per `ld.shared.v4` (v09's subject); 2.48 G
 //! warp instructions, 86.5% of them FMAs; 16 warps per SM, 4.91 cycles between a warp's
 //! issues (v10's and v11's subject).

@@ -21,7 +21,7 @@
 //!
 //! Expected bound: FMA issue; above v08 if v08's time went to instructions beside the FMAs
 //! and to shared-read issue, below it if 8 warps per SM cannot hide the barrier.
-//! Measured on the H200 (2026-12-02 14:59): 43.6 TFLOP/s at 4096³, 44.4 at 8192³, 1% under
+//! Measured on the H200 (2026-12-02 15:15): 43.7 TFLOP/s at 4096³, 44.4 at 8192³, 1% under
 //! v08 (85% and 87% of cuBLAS). ncu at 4096³: warp instructions 2.48 G -> 2.42 G only, and
 //! the issue slots used fell from 76% to 73% (2 warps per scheduler). The thread tile is
 //! cuBLAS's; its block tile is not: v11.

@@ -15,8 +15,8 @@
 //! stages of BK·(LDA + BN) f32 (49 KiB, past the 48 KiB default: the host opts in).
 //!
 //! Expected bound: FMA issue; above v10 if the L2 feed or the shared stores held v10 back.
-//! Measured on the H200 (2026-12-02 14:59): 47.2 TFLOP/s at 4096³, 47.9 at 8192³, 92% and
-//! 94% of cuBLAS (51.2, 51.1), the ladder's best; ncu at 4096³: 2.38 G warp instructions,
+//! Measured on the H200 (2026-12-02 15:15): 47.2 TFLOP/s at 4096³, 47.9 at 8192³, 92.0% and
+//! 93.5% of cuBLAS (51.3, 51.2), the ladder's best; ncu at 4096³: 2.38 G warp instructions,
 //! issue slots 78% used (cuBLAS: 2.43 G, 87%). Worse than v08 where tiles are few (1024³,
 //! 8192×128×8192: 32 blocks for 132 SMs).
 

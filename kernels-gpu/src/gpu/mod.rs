@@ -286,6 +286,23 @@ pub mod vector {
         F32x4([a, b, c, d])
     }
 
+    /// `ld.global.nc.L2::256B.v4.f32`: as [`load_f32x4_nc`], with a hint that L2 fetch the
+    /// whole aligned 256 bytes around the address from DRAM (the neighbouring 128-byte line
+    /// comes in the same DRAM access, for a block that will read it soon). PTX ISA 7.4, sm_75.
+    #[inline(always)]
+    pub unsafe fn load_f32x4_nc_l2_256b(p: *const f32) -> F32x4 {
+        let (a, b, c, d): (f32, f32, f32, f32);
+        // SAFETY: as `load_f32x4_nc`; the prefetch size is a hint and reads nothing more.
+        unsafe {
+            asm!(
+                "ld.global.nc.L2::256B.v4.f32 {{{0}, {1}, {2}, {3}}}, [{4}];",
+                out(reg32) a, out(reg32) b, out(reg32) c, out(reg32) d, in(reg64) p,
+                options(readonly, nostack, pure)
+            )
+        };
+        F32x4([a, b, c, d])
+    }
+
     /// `st.global.v4.f32`.
     #[inline(always)]
     pub unsafe fn store_f32x4(p: *mut f32, v: F32x4) {

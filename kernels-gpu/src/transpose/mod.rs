@@ -8,7 +8,8 @@
 //! Shapes: `m` rows and `n` columns, each below [`MAX_DIM`] so that row and column indices
 //! (and the tile counts) fit in 32 bits; element offsets are computed in 64 bits, so
 //! matrices past 2^32 elements work. Grids are 2D; the y dimension is capped at
-//! [`MAX_GRID_Y`] and kernels loop over the remaining tile rows (grid-stride in y).
+//! [`MAX_GRID_Y`] and kernels loop over the remaining tile rows (grid-stride in y; v04, whose
+//! grid y runs over column blocks, loops over the remaining tile columns).
 
 pub mod v01_naive;
 pub mod v02_smem_tiled;

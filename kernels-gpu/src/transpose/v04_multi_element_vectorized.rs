@@ -6,11 +6,21 @@
 //! neighbour lane supplies the other half, so every sector either side is used whole; the
 //! tile no longer needs to pass through shared memory (no barrier, no bank conflicts), a
 //! quarter of the memory instructions remain, and each thread has 64 bytes in flight.
+//! Two choices about DRAM on top, each measured on the H200:
+//! - Blocks are launched down the input's rows first (grid x = row blocks): blocks resident
+//!   together then write neighbouring 512-byte pieces of the same output rows, so the writes
+//!   reach DRAM as long runs instead of 32 rows × 512 bytes per block scattered over the
+//!   matrix. 144 -> 139 µs at 8192².
+//! - The loads carry an L2 256-byte prefetch hint (`ld.global.nc.L2::256B`): a block reads
+//!   128 bytes of each of its rows and the column block beside it, resident at the same
+//!   time, reads the next 128; with the hint one DRAM fetch can serve both (that is the
+//!   intent; what was measured: 139 -> 136 µs with the order above, under 1% alone).
 //!
-//! Thread mapping: blocks of `BLOCK_X × BLOCK_Y` threads; thread `(tx, ty)` owns input rows
-//! `4·(by·BLOCK_Y + ty) ..+4` and columns `4·(bx·BLOCK_X + tx) ..+4`. With `BLOCK_X = 8` a
+//! Thread mapping: blocks of `BLOCK_X × BLOCK_Y` threads; block `(bx, by)` covers input rows
+//! `bx·BLOCK_ROWS ..` and columns `by·BLOCK_COLS ..`; thread `(tx, ty)` owns input rows
+//! `4·(bx·BLOCK_Y + ty) ..+4` and columns `4·(by·BLOCK_X + tx) ..+4`. With `BLOCK_X = 8` a
 //! warp is 8 × 4 threads: each load instruction covers 4 input rows × 128 bytes, each store
-//! 8 output rows × 64 bytes. Rows past `gridDim.y` are covered by a loop.
+//! 8 output rows × 64 bytes. Column blocks past `gridDim.y` are covered by a loop.
 //!
 //! Vector access needs 16-byte-aligned rows: loads when the input starts on a 16-byte
 //! boundary and `n % 4 == 0`, stores when the output does and `m % 4 == 0` (the output's row
@@ -19,11 +29,13 @@
 //!
 //! Memory traffic: the minimum in DRAM, no shared memory.
 //!
-//! Expected bound: DRAM. Measured on the H200 at 8192² (2026-12-02): 144 µs, 3.72 TB/s,
-//! 87% of the cuMemcpyDtoD ceiling. Tried and slower there: two 4×4 blocks per thread with
-//! all eight loads first (148 µs, 64 registers), streaming (`.cs`) stores (150 µs), a
-//! grouped block order for squarer resident patches (145-148 µs), 4×64 / 16×16 / 8×16
-//! thread blocks (145-152 µs).
+//! Expected bound: DRAM. Measured on the H200 at 8192² (2026-12-02 15:15): 136.1 µs,
+//! 3.94 TB/s, 91.9% of the DRAM roof (a copy of the same 512 MiB, at 15:05: 129 µs). Tried
+//! and slower or no better there: two 4×4 blocks per thread with all eight loads first
+//! (148 µs, 64 registers), streaming (`.cs`) stores (150 µs), a grouped block order for
+//! squarer resident patches (145-148 µs), 4×64 / 16×16 / 8×16 thread blocks (145-152 µs),
+//! a 40-register cap for 6 blocks per SM instead of 5 (145 µs), all with the earlier
+//! column-blocks-first order (144 µs).
 
 /// Threads per block in x (along input columns); a warp is `BLOCK_X × (32 / BLOCK_X)`.
 pub const BLOCK_X: u32 = 8;
@@ -49,17 +61,18 @@ mod kernels {
         m: u32,
         n: u32,
     ) {
-        let j0 = (thread::block_idx_x() * BLOCK_X + thread::thread_idx_x()) * VEC;
-        if j0 >= n {
+        // Rows on grid x: consecutive blocks walk down the input (see the header).
+        let i0 = (thread::block_idx_x() * BLOCK_Y + thread::thread_idx_y()) * VEC;
+        if i0 >= m {
             return;
         }
         // Grid-uniform: every thread takes the same branches below.
         let vec_load = n % VEC == 0 && (inp as u64) % 16 == 0;
         let vec_store = m % VEC == 0 && (out as u64) % 16 == 0;
         let (mu, nu) = (m as usize, n as usize);
-        let mut i0 = (thread::block_idx_y() * BLOCK_Y + thread::thread_idx_y()) * VEC;
-        let step = thread::grid_dim_y() * BLOCK_Y * VEC;
-        while i0 < m {
+        let mut j0 = (thread::block_idx_y() * BLOCK_X + thread::thread_idx_x()) * VEC;
+        let step = thread::grid_dim_y() * BLOCK_X * VEC;
+        while j0 < n {
             // SAFETY (whole block): the full-block path runs only when rows i0..i0+4 and
             // columns j0..j0+4 are inside the matrix; vector accesses only when rows are
             // 16-byte aligned (checked above, and i0, j0 are multiples of 4); the edge path
@@ -70,7 +83,7 @@ mod kernels {
                     for (r, row) in a.iter_mut().enumerate() {
                         let p = inp.add((i0 as usize + r) * nu + j0 as usize);
                         if vec_load {
-                            *row = vector::load_f32x4_nc(p).0;
+                            *row = vector::load_f32x4_nc_l2_256b(p).0;
                         } else {
                             for (c, x) in row.iter_mut().enumerate() {
                                 *x = *p.add(c);
@@ -100,7 +113,7 @@ mod kernels {
                     }
                 }
             }
-            i0 += step;
+            j0 += step;
         }
     }
 }
