@@ -1103,55 +1103,26 @@ mod tests {
     #[test]
     fn warptile_mapping_is_a_bijection() {
         // (BM, BN, WM, WN, WMITER, WNITER, THREADS, lane map); TM = TN = 4 everywhere.
-        type Map = fn(u32) -> (u32, u32);
-        type Geometry = (u32, u32, u32, u32, u32, u32, u32, Map);
-        let geometries: [Geometry; 4] = {
-            use v07_warptile as a;
-            use v10_warptile_64x64 as c;
-            use v11_block_256x128 as d;
-            [
+        macro_rules! geometry {
+            ($v:ident, $lane:path) => {
                 (
-                    a::BM,
-                    a::BN,
-                    a::WM,
-                    a::WN,
-                    a::WMITER,
-                    a::WNITER,
-                    a::THREADS,
-                    a::lane_origin,
-                ),
-                (
-                    a::BM,
-                    a::BN,
-                    a::WM,
-                    a::WN,
-                    a::WMITER,
-                    a::WNITER,
-                    a::THREADS,
-                    v09_interleaved_lanes::lane_origin,
-                ),
-                (
-                    c::BM,
-                    c::BN,
-                    c::WM,
-                    c::WN,
-                    c::WMITER,
-                    c::WNITER,
-                    c::THREADS,
-                    a::lane_origin,
-                ),
-                (
-                    d::BM,
-                    d::BN,
-                    d::WM,
-                    d::WN,
-                    d::WMITER,
-                    d::WNITER,
-                    d::THREADS,
-                    a::lane_origin,
-                ),
-            ]
-        };
+                    $v::BM,
+                    $v::BN,
+                    $v::WM,
+                    $v::WN,
+                    $v::WMITER,
+                    $v::WNITER,
+                    $v::THREADS,
+                    $lane as fn(u32) -> (u32, u32),
+                )
+            };
+        }
+        let geometries = [
+            geometry!(v07_warptile, v07_warptile::lane_origin),
+            geometry!(v09_interleaved_lanes, v09_interleaved_lanes::lane_origin),
+            geometry!(v10_warptile_64x64, v07_warptile::lane_origin),
+            geometry!(v11_block_256x128, v07_warptile::lane_origin),
+        ];
         for (bm, bn, wm, wn, wmiter, wniter, threads, lane_origin) in geometries {
             let (bm, bn, wm, wn) = (bm as usize, bn as usize, wm as usize, wn as usize);
             let (subm, subn) = (wm / wmiter as usize, wn / wniter as usize);

@@ -26,6 +26,22 @@ macro_rules! unroll {
     (@[$($k:literal),*] $i:ident $b:block) => { $( { let $i: usize = $k; $b } )* };
 }
 
+/// `two_stage_checks!()`: compile-time checks that the tile constants in scope (as for
+/// `two_stage_kernel!`) fit the two-stage body: 16×32 sub-tiles of 4×4 patches, BK = 16 (the
+/// unrolled k loop), whole float4s of A and B per thread, 16-byte-aligned stages.
+#[allow(unused_macros)]
+macro_rules! two_stage_checks {
+    () => {
+        const _: () = assert!(
+            WM / WMITER == $crate::gemm::SUB_M as u32 && WN / WNITER == $crate::gemm::SUB_N as u32
+        );
+        const _: () = assert!(TM == 4 && TN == 4 && BK == 16 && WMITER <= 4 && WNITER <= 4);
+        const _: () =
+            assert!((BM * BK / 4).is_multiple_of(THREADS) && (BK * BN / 4).is_multiple_of(THREADS));
+        const _: () = assert!(LDA.is_multiple_of(4) && STAGE_F32.is_multiple_of(4));
+    };
+}
+
 /// `two_stage_kernel!(entry, lane_origin)`: the kernel `entry`, v08's two-stage body
 /// (`v08_double_buffered::kernels::two_stage`) instantiated with the tile constants in scope
 /// where it is invoked (BM, BN, BK, LDA, THREADS, WM, WN, WMITER, WNITER, TM, TN) and the

@@ -52,22 +52,7 @@ pub const STAGE_F32: u32 = BK * LDA + BK * BN;
 /// Dynamic shared memory.
 pub const SHARED_F32: u32 = STAGES * STAGE_F32;
 
-const _: () = assert!((WM / WMITER / TM) * (WN / WNITER / TN) == 32);
-// v08 keeps v07's lane map (`v07_warptile::lane_origin`), so it needs v07's warp tile.
-const _: () = {
-    use super::v07_warptile as v07;
-    assert!(WM == v07::WM && WN == v07::WN && WMITER == v07::WMITER && WNITER == v07::WNITER);
-    assert!(TM == v07::TM && TN == v07::TN);
-};
-// The epilogue's unroll! counts.
-const _: () = assert!(WMITER == 2 && WNITER == 2);
-const _: () =
-    assert!((BM * BK / 4).is_multiple_of(THREADS) && (BK * BN / 4).is_multiple_of(THREADS));
-// A's copy mapping: THREADS is a whole number of BM-thread row sets.
-// The fully unrolled k loop of `warp_tile_bk16`.
-const _: () = assert!(BK == 16);
-// 16-byte alignment of every stage, of B inside a stage and of the float4 reads.
-const _: () = assert!(LDA.is_multiple_of(4) && STAGE_F32.is_multiple_of(4) && TM == 4 && TN == 4);
+two_stage_checks!();
 
 #[cfg(target_arch = "nvptx64")]
 pub(crate) mod kernels {

@@ -49,12 +49,7 @@ pub const STAGE_F32: u32 = BK * LDA + BK * BN;
 /// Dynamic shared memory.
 pub const SHARED_F32: u32 = STAGES * STAGE_F32;
 
-// v07's lane map over the shared 16×32 sub-tile.
-const _: () = assert!(WM / WMITER == super::SUB_M as u32 && WN / WNITER == super::SUB_N as u32);
-const _: () = assert!(TM == 4 && TN == 4 && BK == 16);
-const _: () =
-    assert!((BM * BK / 4).is_multiple_of(THREADS) && (BK * BN / 4).is_multiple_of(THREADS));
-const _: () = assert!(LDA.is_multiple_of(4) && STAGE_F32.is_multiple_of(4));
+two_stage_checks!();
 
 #[cfg(target_arch = "nvptx64")]
 mod kernels {

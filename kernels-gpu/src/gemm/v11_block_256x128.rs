@@ -35,10 +35,7 @@ pub const STAGE_F32: u32 = BK * LDA + BK * BN;
 /// Dynamic shared memory (49 KiB: the host opts in past 48).
 pub const SHARED_F32: u32 = STAGES * STAGE_F32;
 
-// Whole float4s of A per thread; 16-byte aligned stages.
-const _: () =
-    assert!((BM * BK / 4).is_multiple_of(THREADS) && (BK * BN / 4).is_multiple_of(THREADS));
-const _: () = assert!(LDA.is_multiple_of(4) && STAGE_F32.is_multiple_of(4));
+two_stage_checks!();
 
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
