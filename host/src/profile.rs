@@ -173,11 +173,9 @@ pub fn run_ncu(
     let metrics: Vec<&str> = match Command::new(&ncu).arg("--query-metrics").output() {
         Ok(o) if o.status.success() => {
             let listed = String::from_utf8_lossy(&o.stdout).into_owned();
-            let (known, unknown): (Vec<&str>, Vec<&str>) = METRICS.iter().partition(|m| {
-                listed
-                    .lines()
-                    .any(|l| l.split_whitespace().next() == Some(base_name(m)))
-            });
+            let (known, unknown): (Vec<&str>, Vec<&str>) = METRICS
+                .iter()
+                .partition(|m| listing_line(&listed, m).is_some());
             if !unknown.is_empty() {
                 eprintln!(
                     "rooflab: this ncu does not know {}; profiling without them",
@@ -332,17 +330,21 @@ pub fn base_name(metric: &str) -> &str {
     metric.split('.').next().unwrap_or(metric)
 }
 
+/// The line of `ncu --query-metrics` output that lists `metric`'s base name, if any.
+fn listing_line<'a>(query_output: &'a str, metric: &str) -> Option<&'a str> {
+    let base = base_name(metric);
+    query_output
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(base))
+}
+
 /// Each metric with the `--query-metrics` line that lists its base (or MISSING), and the
 /// number missing.
 pub fn check_metric_names(query_output: &str) -> (String, usize) {
     let mut s = String::new();
     let mut missing = 0;
     for m in METRICS {
-        let base = base_name(m);
-        let line = query_output
-            .lines()
-            .find(|l| l.split_whitespace().next() == Some(base));
-        match line {
+        match listing_line(query_output, m) {
             Some(l) => {
                 let _ = writeln!(s, "ok       {m:<66} {}", l.trim());
             }

@@ -509,9 +509,8 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
             t.push(GpuTest::new(
                 format!("{}_matches_cpu", v.entry(dt)),
                 move |gpu| {
-                    for (i, &(rows, cols)) in crate::testing::shapes(&TEST_SHAPES, |&(r, c)| r * c)
-                        .iter()
-                        .enumerate()
+                    for (i, &(rows, cols)) in
+                        crate::testing::matrices(&TEST_SHAPES).iter().enumerate()
                     {
                         for g in [Gelu::Tanh, Gelu::Erf] {
                             check(gpu, v, g, dt, rows, cols, seed + i as u64)?;

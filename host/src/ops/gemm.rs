@@ -102,6 +102,12 @@ impl Variant {
     /// v01 maps x to rows of C, everything else maps x to columns.
     fn geometry(self) -> (u32, u32, u32, u32, u32) {
         use Variant::*;
+        // v04 on: THREADS threads in x, a BM×BN tile of C, SHARED_F32 of shared memory.
+        macro_rules! block_tiled {
+            ($v:ident) => {
+                ($v::THREADS, 1, $v::BM, $v::BN, $v::SHARED_F32)
+            };
+        }
         match self {
             V01Naive => (
                 v01_naive::BLOCK_X,
@@ -124,62 +130,14 @@ impl Variant {
                 v03_smem_tiled::TILE,
                 v03_smem_tiled::SHARED_F32,
             ),
-            V04Blocktile1d => (
-                v04_blocktile_1d::THREADS,
-                1,
-                v04_blocktile_1d::BM,
-                v04_blocktile_1d::BN,
-                v04_blocktile_1d::SHARED_F32,
-            ),
-            V05Blocktile2d => (
-                v05_blocktile_2d::THREADS,
-                1,
-                v05_blocktile_2d::BM,
-                v05_blocktile_2d::BN,
-                v05_blocktile_2d::SHARED_F32,
-            ),
-            V06Vectorized => (
-                v06_vectorized::THREADS,
-                1,
-                v06_vectorized::BM,
-                v06_vectorized::BN,
-                v06_vectorized::SHARED_F32,
-            ),
-            V07Warptile => (
-                v07_warptile::THREADS,
-                1,
-                v07_warptile::BM,
-                v07_warptile::BN,
-                v07_warptile::SHARED_F32,
-            ),
-            V08DoubleBuffered => (
-                v08_double_buffered::THREADS,
-                1,
-                v08_double_buffered::BM,
-                v08_double_buffered::BN,
-                v08_double_buffered::SHARED_F32,
-            ),
-            V09InterleavedLanes => (
-                v09_interleaved_lanes::THREADS,
-                1,
-                v09_interleaved_lanes::BM,
-                v09_interleaved_lanes::BN,
-                v09_interleaved_lanes::SHARED_F32,
-            ),
-            V10Warptile64x64 => (
-                v10_warptile_64x64::THREADS,
-                1,
-                v10_warptile_64x64::BM,
-                v10_warptile_64x64::BN,
-                v10_warptile_64x64::SHARED_F32,
-            ),
-            V11Block256x128 => (
-                v11_block_256x128::THREADS,
-                1,
-                v11_block_256x128::BM,
-                v11_block_256x128::BN,
-                v11_block_256x128::SHARED_F32,
-            ),
+            V04Blocktile1d => block_tiled!(v04_blocktile_1d),
+            V05Blocktile2d => block_tiled!(v05_blocktile_2d),
+            V06Vectorized => block_tiled!(v06_vectorized),
+            V07Warptile => block_tiled!(v07_warptile),
+            V08DoubleBuffered => block_tiled!(v08_double_buffered),
+            V09InterleavedLanes => block_tiled!(v09_interleaved_lanes),
+            V10Warptile64x64 => block_tiled!(v10_warptile_64x64),
+            V11Block256x128 => block_tiled!(v11_block_256x128),
         }
     }
 
@@ -1098,7 +1056,7 @@ mod tests {
         assert!(e.contains("blocks in y"), "{e}");
     }
 
-    /// The warp-tile mappings of v07/v08, v09 and v10 give each (row, col) of the block
+    /// The warp-tile mappings of v07/v08, v09, v10 and v11 give each (row, col) of the block
     /// tile to exactly one thread; v09's lane pairs share addresses as its header says.
     #[test]
     fn warptile_mapping_is_a_bijection() {
@@ -1157,7 +1115,7 @@ mod tests {
         }
     }
 
-    /// v08's and v10's loads of one stage (A as in v07: float4 `tid + i·THREADS` of the
+    /// v08's, v10's and v11's loads of one stage (A as in v07: float4 `tid + i·THREADS` of the
     /// BM×BK tile in row-major float4 order, stored transposed; B copied as it is): every A
     /// (row, k) lands transposed exactly once, B's float4s cover the tile; all inside
     /// STAGE_F32.

@@ -318,9 +318,7 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
                     format!("{}_matches_cpu", v.entry(k, dt)),
                     move |gpu| {
                         for (i, &(rows, cols)) in
-                            crate::testing::shapes(&TEST_SHAPES, |&(r, c)| r * c)
-                                .iter()
-                                .enumerate()
+                            crate::testing::matrices(&TEST_SHAPES).iter().enumerate()
                         {
                             if v == Variant::V03FusedVectorized && cols > ROW_MAX_COLS as usize {
                                 continue;

@@ -318,9 +318,8 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
             t.push(GpuTest::new(
                 format!("{}_matches_cpu", v.entry(dt)),
                 move |gpu| {
-                    for (i, &(rows, cols)) in crate::testing::shapes(&TEST_SHAPES, |&(r, c)| r * c)
-                        .iter()
-                        .enumerate()
+                    for (i, &(rows, cols)) in
+                        crate::testing::matrices(&TEST_SHAPES).iter().enumerate()
                     {
                         if v == Variant::V05RowInRegisters && cols > ROW_MAX_COLS as usize {
                             continue;
@@ -336,9 +335,7 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
         t.push(GpuTest::new(
             format!("softmax_auto_{}_matches_cpu", dt.name()),
             move |gpu| {
-                for (i, &(rows, cols)) in crate::testing::shapes(&TEST_SHAPES, |&(r, c)| r * c)
-                    .iter()
-                    .enumerate()
+                for (i, &(rows, cols)) in crate::testing::matrices(&TEST_SHAPES).iter().enumerate()
                 {
                     check(gpu, None, dt, rows, cols, Pattern::NegInf, seed + i as u64)?;
                 }

@@ -277,10 +277,7 @@ pub const TEST_SHAPES: [(usize, usize); 13] = [
 pub const TEST_OFFSETS: [(usize, usize); 3] = [(0, 0), (1, 1), (0, 3)];
 
 pub fn check_variant(gpu: &Gpu, v: Variant, seed: u64) -> Result<()> {
-    for (k, &(m, n)) in crate::testing::shapes(&TEST_SHAPES, |&(m, n)| m * n)
-        .iter()
-        .enumerate()
-    {
+    for (k, &(m, n)) in crate::testing::matrices(&TEST_SHAPES).iter().enumerate() {
         let offsets: &[(usize, usize)] = if m * n <= 1 << 22 {
             &TEST_OFFSETS
         } else {

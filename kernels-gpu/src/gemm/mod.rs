@@ -100,7 +100,7 @@ pub mod v11_block_256x128;
 /// 2^31 even after adding a tile.
 pub const MAX_DIM: u64 = (1 << 31) - 1;
 
-/// The sub-tile of the warp-tiled kernels (v07-v10): 4×8 lanes of 4×4 patches, so a
+/// The sub-tile of the warp-tiled kernels (v07-v11): 4×8 lanes of 4×4 patches, so a
 /// warp's k step reads 4 distinct float4s of A and 8 consecutive of B per sub-tile.
 pub const SUB_M: usize = 16;
 pub const SUB_N: usize = 32;
@@ -389,7 +389,7 @@ pub(crate) mod dev {
         }
     }
 
-    /// Where a thread of the warp-tiled kernels (v07-v10) works: the block tile's corner in
+    /// Where a thread of the warp-tiled kernels (v07-v11) works: the block tile's corner in
     /// C `(bm0, bn0)`, its warp's tile inside the block tile `(wm0, wn0)`, and its lane's
     /// patch inside a sub-tile `lane_origin(lane)`. `bm`×`bn` is the block tile, `wm`×`wn`
     /// the warp tile (constants at every call, folded after inlining).
@@ -475,7 +475,7 @@ pub(crate) mod dev {
         });
     }
 
-    /// The math of one BK = 16 slice for the warp-tiled kernels (v07-v10): a lane's R×C
+    /// The math of one BK = 16 slice for the warp-tiled kernels (v07-v11): a lane's R×C
     /// results as MI×NI sub-tiles of 4×4, A read from the transposed tile at columns
     /// `a_off + s·SUBM`, B at columns `b_off + s·SUBN`. The k loop is fully unrolled and the
     /// register fragments are double-buffered: the MI + NI `ld.shared.v4` of step kk+1 are

@@ -30,7 +30,7 @@
 pub const BM: u32 = 128;
 pub const BN: u32 = 128;
 pub const BK: u32 = 16;
-/// Warp tile and its sub-tiles (each sub-tile 16×32, as in v07-v09).
+/// Warp tile and its sub-tiles (each sub-tile 16×32, as in v07-v09; v11 takes these).
 pub const WM: u32 = 64;
 pub const WN: u32 = 64;
 pub const WMITER: u32 = 4;
