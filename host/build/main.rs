@@ -9,7 +9,7 @@
 //!     with `llc` (all three from the `llvm-tools` component);
 //!  3. copies `sm_XX.ptx` into `OUT_DIR`, where `host/src/ptx.rs` embeds them.
 //!
-//! Why not cuda_builder itself: see `../shared/TOOLCHAIN.md` (it needs LLVM 7 and CUDA 11's
+//! Why not cuda_builder itself: see docs/toolchain.md (it needs LLVM 7 and CUDA 11's
 //! libNVVM, neither of which can be had here).
 
 mod linker;
@@ -123,6 +123,7 @@ fn build_ptx() -> Result<(), String> {
                 "`cargo rustc --target nvptx64-nvidia-cuda` for {arch} failed.\n{stderr}{hint}"
             ));
         }
+        forward_warnings(&String::from_utf8_lossy(&out.stderr), arch);
         let ptx = profile_dir.join("rooflab_kernels.ptx");
         let dest = out_dir.join(format!("{arch}.ptx"));
         std::fs::copy(&ptx, &dest)
@@ -148,6 +149,32 @@ fn build_ptx() -> Result<(), String> {
 
 /// Refuse PTX that would only fail at load time: no kernel entries, or calls left to
 /// functions nothing defines (for example a math routine that needed libdevice).
+/// rustc's warnings from the nested device build, passed on as `cargo:warning` lines so that
+/// they show in every build, not only when the device build fails. Only the first arch's are
+/// shown (the others repeat them).
+fn forward_warnings(stderr: &str, arch: &str) {
+    static SHOWN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if SHOWN.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
+    let mut in_warning = false;
+    for line in stderr.lines() {
+        let status = line.trim_start();
+        if line.starts_with("warning") || line.starts_with("error") {
+            // cargo's summary ("warning: `x` (lib) generated 3 warnings") is not a diagnostic.
+            in_warning = line.starts_with("warning") && !line.contains(" generated ");
+        } else if ["Compiling", "Finished", "Checking", "Building"]
+            .iter()
+            .any(|s| status.starts_with(s))
+        {
+            in_warning = false;
+        }
+        if in_warning {
+            println!("cargo:warning=[device code, {arch}] {line}");
+        }
+    }
+}
+
 fn check_ptx(path: &Path, arch: &str) -> Result<(), String> {
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
     if !text.contains(".entry") {

@@ -7,41 +7,14 @@
 
 use rooflab_kernels::ceilings::{empty_launch, fma_throughput, l2_read, smem_bandwidth};
 
-use crate::bench::{Reps, Stats};
 use crate::check::{random_f32, rng};
-use crate::cost::{Bytes, Flops};
+use crate::cost::{Bytes, Flops, Precision};
 use crate::error::Result;
 use crate::gpu::{Gpu, LaunchConfig};
-use crate::kernel_args;
 use crate::ops::memory;
-use crate::roofline::{DeviceProfile, Roofs, profile_for_device};
-
-/// One measured ceiling.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
-pub struct CeilingRow {
-    /// "DRAM", "L2", "shared", "FP32 FMA", "launch".
-    pub resource: String,
-    /// How it was measured.
-    pub how: String,
-    pub value: f64,
-    /// "GB/s", "GFLOP/s" or "µs".
-    pub unit: String,
-    pub spread_pct: f64,
-    /// The datasheet figure for this device, where there is one.
-    pub vendor: Option<f64>,
-    /// value / vendor, percent.
-    pub pct_of_vendor: Option<f64>,
-    /// Whether this row sets a roof (the losing DRAM measurement does not).
-    pub is_roof: bool,
-}
-
-/// All ceilings of one run and the roofs they give.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
-pub struct Ceilings {
-    pub rows: Vec<CeilingRow>,
-    pub roofs: Roofs,
-    pub vendor_profile: Option<String>,
-}
+pub use crate::roofline::{CeilingRow, Ceilings};
+use crate::roofline::{ComputeRoof, DeviceProfile, Roofs, profile_for_device};
+use crate::timing::{Reps, Stats};
 
 fn row(
     resource: &str,
@@ -74,7 +47,7 @@ pub fn measure(gpu: &Gpu, quick: bool, reps: Reps) -> Result<Ceilings> {
     let n = if quick { 64usize << 20 } else { 512 << 20 };
     let src = gpu.upload(&random_f32(&mut rng(11), n, -1.0, 1.0))?;
     let mut dst = gpu.alloc::<f32>(n)?;
-    let moved = memory::copy_cost(n as u64).min_bytes;
+    let moved = memory::cost::copy_cost(n as u64).min_bytes;
     let vendor_bw = profile.map(|p| p.dram_gbps);
     let mut dram = Vec::new();
     let s = Stats::from_samples(gpu.time(reps.warmup, reps.timed, |_| {
@@ -97,7 +70,7 @@ pub fn measure(gpu: &Gpu, quick: bool, reps: Reps) -> Result<Ceilings> {
         })?);
         dram.push(row(
             "DRAM",
-            format!("{} kernel, {moved}", v.entry(memory::Op::Copy)),
+            format!("{} kernel, {moved}", v.kernel(memory::Op::Copy)),
             moved.gbps(s.median_us),
             "GB/s",
             &s,
@@ -116,22 +89,18 @@ pub fn measure(gpu: &Gpu, quick: bool, reps: Reps) -> Result<Ceilings> {
     let buf = gpu.upload(&random_f32(&mut rng(12), l2_f32, -1.0, 1.0))?;
     let threads = sms * l2_read::BLOCKS_PER_SM as u64 * l2_read::BLOCK_THREADS as u64;
     let mut out = gpu.alloc::<f32>(threads as usize)?;
-    let cfg = LaunchConfig::for_threads("ceilings_l2_read", threads, l2_read::BLOCK_THREADS)?;
-    let (b, vectors, iters, o) = (
-        buf.view().addr,
-        (l2_f32 / 4) as u64,
-        l2_read::ITERS,
-        out.view_mut().addr,
-    );
-    // SAFETY: `buf` holds 4 * vectors f32, `out` one f32 per thread; args match the entry.
+    let kernel = l2_read::ceilings_l2_read;
+    let cfg = LaunchConfig::for_threads(kernel.name(), threads, l2_read::BLOCK_THREADS)?;
+    let (vectors, iters) = ((l2_f32 / 4) as u64, l2_read::ITERS);
+    // SAFETY: `buf` holds 4 * vectors f32, `out` one f32 per thread.
     let s = Stats::from_samples(gpu.time(reps.warmup, reps.timed, |_| unsafe {
-        gpu.launch("ceilings_l2_read", cfg, &kernel_args![b, vectors, iters, o])
+        gpu.launch(kernel, cfg, (buf.view(), vectors, iters, out.view_mut()))
     })?);
     let bytes = Bytes(l2_read::ITERS as u64 * vectors * 16);
     rows.push(row(
         "L2",
         format!(
-            "ceilings_l2_read, {} resident, {} passes",
+            "{kernel}, {} resident, {} passes",
             Bytes(vectors * 16),
             l2_read::ITERS
         ),
@@ -146,22 +115,18 @@ pub fn measure(gpu: &Gpu, quick: bool, reps: Reps) -> Result<Ceilings> {
     let blocks = sms * smem_bandwidth::BLOCKS_PER_SM as u64;
     let threads = blocks * smem_bandwidth::BLOCK_THREADS as u64;
     let mut out = gpu.alloc::<f32>(threads as usize)?;
-    let mut cfg = LaunchConfig::for_threads(
-        "ceilings_smem_bandwidth",
-        threads,
-        smem_bandwidth::BLOCK_THREADS,
-    )?;
+    let kernel = smem_bandwidth::ceilings_smem_bandwidth;
+    let mut cfg = LaunchConfig::for_threads(kernel.name(), threads, smem_bandwidth::BLOCK_THREADS)?;
     cfg.shared_bytes = smem_bandwidth::SHARED_BYTES;
     let iters: u32 = if quick { 1024 } else { 4096 };
-    let o = out.view_mut().addr;
     // SAFETY: `out` holds one f32 per thread; shared size as the kernel expects.
     let s = Stats::from_samples(gpu.time(reps.warmup, reps.timed, |_| unsafe {
-        gpu.launch("ceilings_smem_bandwidth", cfg, &kernel_args![iters, o])
+        gpu.launch(kernel, cfg, (iters, out.view_mut()))
     })?);
     let bytes = Bytes(threads * 2 * 16 * smem_bandwidth::UNROLL as u64 * iters as u64);
     rows.push(row(
         "shared",
-        "ceilings_smem_bandwidth, ld/st.shared.v4 conflict-free".into(),
+        format!("{kernel}, ld/st.shared.v4 conflict-free"),
         bytes.gbps(s.median_us),
         "GB/s",
         &s,
@@ -172,25 +137,18 @@ pub fn measure(gpu: &Gpu, quick: bool, reps: Reps) -> Result<Ceilings> {
     // FP32 FMA.
     let threads = sms * fma_throughput::BLOCKS_PER_SM as u64 * fma_throughput::BLOCK_THREADS as u64;
     let mut out = gpu.alloc::<f32>(threads as usize)?;
-    let cfg = LaunchConfig::for_threads(
-        "ceilings_fma_throughput",
-        threads,
-        fma_throughput::BLOCK_THREADS,
-    )?;
+    let kernel = fma_throughput::ceilings_fma_throughput;
+    let cfg = LaunchConfig::for_threads(kernel.name(), threads, fma_throughput::BLOCK_THREADS)?;
     let iters: u32 = if quick { 1024 } else { 4096 };
-    let (a, c, o) = (0.999_f32, 1e-3_f32, out.view_mut().addr);
-    // SAFETY: `out` holds one f32 per thread; args match the entry.
+    let (a, c) = (0.999_f32, 1e-3_f32);
+    // SAFETY: `out` holds one f32 per thread.
     let s = Stats::from_samples(gpu.time(reps.warmup, reps.timed, |_| unsafe {
-        gpu.launch(
-            "ceilings_fma_throughput",
-            cfg,
-            &kernel_args![iters, a, c, o],
-        )
+        gpu.launch(kernel, cfg, (iters, a, c, out.view_mut()))
     })?);
     let flops = Flops(threads * fma_throughput::FLOPS_PER_THREAD_ITER * iters as u64);
     let fp32_gflops = flops.tflops(s.median_us) * 1e3;
     let how = format!(
-        "ceilings_fma_throughput, {} chains x {} FMAs/thread",
+        "{kernel}, {} chains x {} FMAs/thread",
         fma_throughput::CHAINS,
         fma_throughput::STEPS
     );
@@ -205,8 +163,9 @@ pub fn measure(gpu: &Gpu, quick: bool, reps: Reps) -> Result<Ceilings> {
     drop(out);
 
     // Launch overhead: LAUNCHES_PER_SAMPLE empty launches back to back per sample.
+    let kernel = empty_launch::ceilings_empty_launch;
     let cfg = LaunchConfig::for_threads(
-        "ceilings_empty_launch",
+        kernel.name(),
         empty_launch::BLOCK_THREADS as u64,
         empty_launch::BLOCK_THREADS,
     )?;
@@ -215,7 +174,7 @@ pub fn measure(gpu: &Gpu, quick: bool, reps: Reps) -> Result<Ceilings> {
         gpu.time(reps.warmup, reps.timed, |_| {
             for _ in 0..per {
                 // SAFETY: the kernel takes no arguments.
-                unsafe { gpu.launch("ceilings_empty_launch", cfg, &[])? };
+                unsafe { gpu.launch(kernel, cfg, ())? };
             }
             Ok(())
         })?
@@ -225,7 +184,7 @@ pub fn measure(gpu: &Gpu, quick: bool, reps: Reps) -> Result<Ceilings> {
     );
     rows.push(row(
         "launch",
-        format!("ceilings_empty_launch, {per} back-to-back per sample"),
+        format!("{kernel}, {per} back-to-back per sample"),
         s.median_us,
         "µs",
         &s,
@@ -237,14 +196,22 @@ pub fn measure(gpu: &Gpu, quick: bool, reps: Reps) -> Result<Ceilings> {
             .find(|r| r.resource == res && r.is_roof)
             .map(|r| r.value)
     };
-    let roofs = Roofs {
+    let mut roofs = Roofs {
         dram_gbps: best,
         l2_gbps: value("L2"),
         smem_gbps: value("shared"),
         fp32_gflops,
+        // The tensor-core roofs this run does not measure stay the datasheet's, marked so.
+        compute: profile.map(|p| p.compute_roofs()).unwrap_or_default(),
         launch_us: value("launch"),
         origin: format!("measured on {} in this run", gpu.info.name),
     };
+    roofs.set_measured(ComputeRoof {
+        precision: Precision::Fp32Simt,
+        gflops: fp32_gflops,
+        measured: true,
+        how: format!("{}", fma_throughput::ceilings_fma_throughput),
+    });
     Ok(Ceilings {
         rows,
         roofs,

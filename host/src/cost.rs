@@ -87,10 +87,67 @@ impl fmt::Display for Bytes {
     }
 }
 
+/// The arithmetic a FLOP count is done in. Each has its own compute roof: on an H200 the BF16
+/// tensor-core peak is ~15x the FP32 SIMT one, so a row is only judged against the roof of
+/// its own precision.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Precision {
+    /// FP32 on the CUDA cores (FFMA), also bf16 data computed in f32.
+    #[default]
+    Fp32Simt,
+    Tf32Tensor,
+    Bf16Tensor,
+    Fp16Tensor,
+    Fp8Tensor,
+}
+
+impl Precision {
+    pub const ALL: [Precision; 5] = [
+        Precision::Fp32Simt,
+        Precision::Tf32Tensor,
+        Precision::Bf16Tensor,
+        Precision::Fp16Tensor,
+        Precision::Fp8Tensor,
+    ];
+
+    /// As tables and plots name the roof.
+    pub fn label(self) -> &'static str {
+        match self {
+            Precision::Fp32Simt => "FP32",
+            Precision::Tf32Tensor => "TF32 tensor",
+            Precision::Bf16Tensor => "BF16 tensor",
+            Precision::Fp16Tensor => "FP16 tensor",
+            Precision::Fp8Tensor => "FP8 tensor",
+        }
+    }
+}
+
+impl fmt::Display for Precision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
 /// The cost of one launch of one variant at one shape.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Cost {
     pub flops: Flops,
+    /// What the FLOPs are done in (and so which compute roof applies).
+    #[serde(default)]
+    pub precision: Precision,
     /// The op's floor: each input read once, each output written once.
     pub min_bytes: Bytes,
     /// What this variant is modelled to move (>= `min_bytes`).
@@ -102,6 +159,7 @@ impl Cost {
     pub fn new(flops: Flops, min_bytes: Bytes) -> Cost {
         Cost {
             flops,
+            precision: Precision::Fp32Simt,
             min_bytes,
             modelled_bytes: min_bytes,
         }
@@ -112,6 +170,10 @@ impl Cost {
             modelled_bytes,
             ..self
         }
+    }
+    /// The same op with its FLOPs done in `precision` (FP32 SIMT unless said).
+    pub fn with_precision(self, precision: Precision) -> Cost {
+        Cost { precision, ..self }
     }
     /// FLOPs per byte of the op's minimum traffic.
     pub fn intensity(&self) -> f64 {

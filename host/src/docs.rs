@@ -15,10 +15,10 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use crate::bench::{Report, Row};
 use crate::error::{Error, Result};
 use crate::plot;
-use crate::roofline::{Bound, Roofs};
+use crate::report::{Report, Row};
+use crate::roofline::Roofs;
 
 pub const MARK_OPEN: &str = "<!-- rooflab:table ";
 pub const MARK_CLOSE: &str = "<!-- /rooflab:table -->";
@@ -113,10 +113,7 @@ pub fn family_table(rows: &[Row], family: &str) -> String {
             r.variant,
             cell(&shape),
             opt(a.map(|a| a.intensity), 2),
-            a.map_or("-", |a| match a.bound {
-                Bound::Memory => "memory",
-                Bound::Compute => "compute",
-            }),
+            a.map_or("-".into(), |a| a.bound_label()),
             opt(a.map(|a| a.floor_us), 1),
             opt(a.map(|a| a.variant_floor_us), 1),
             cell(&median),
@@ -136,11 +133,11 @@ pub fn family_table(rows: &[Row], family: &str) -> String {
 fn roofs_line(roofs: &Roofs) -> String {
     let o = |v: Option<f64>, unit: &str| v.map_or("-".into(), |v| format!("{v:.0} {unit}"));
     format!(
-        "Roofs: DRAM {:.0} GB/s, L2 {}, shared {}, FP32 {:.1} TFLOP/s, launch {} ({}).\n",
+        "Roofs: DRAM {:.0} GB/s, L2 {}, shared {}, {}, launch {} ({}).\n",
         roofs.dram_gbps,
         o(roofs.l2_gbps, "GB/s"),
         o(roofs.smem_gbps, "GB/s"),
-        roofs.fp32_gflops / 1e3,
+        roofs.compute_summary(),
         roofs.launch_us.map_or("-".into(), |v| format!("{v:.2} µs")),
         roofs.origin
     )
@@ -247,7 +244,7 @@ fn stamp_svg(path: &Path, stamp: &str) -> Result<()> {
 }
 
 fn write(path: &Path, text: &str, written: &mut Vec<PathBuf>) -> Result<()> {
-    crate::bench::atomic_write(path, text.as_bytes())
+    crate::report::atomic_write(path, text.as_bytes())
         .map_err(|e| Error::Other(format!("writing {}: {e}", path.display())))?;
     written.push(path.to_path_buf());
     Ok(())
@@ -268,7 +265,10 @@ pub fn render(report: &Report, docs: &Path) -> Result<Vec<PathBuf>> {
     for f in families(report) {
         let text = format!(
             "{}{}",
-            head(&format!("`{f}`: measured ladder")),
+            head(&format!(
+                "{} (`{f}`): measured ladder",
+                crate::ops::family(&f).map_or(f.as_str(), |fam| fam.title)
+            )),
             family_table(&report.rows, &f)
         );
         write(&gen_dir.join(format!("{f}.md")), &text, &mut written)?;

@@ -32,10 +32,11 @@ pub fn explain(cases: &[Case], name: &str, profile: &DeviceProfile) -> Option<St
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "cost model on {} (datasheet: DRAM {:.0} GB/s, FP32 {:.1} TFLOP/s)",
+        "cost model on {} (datasheet: DRAM {:.0} GB/s, FP32 {:.1} TFLOP/s, BF16 tensor {:.1} TFLOP/s)",
         profile.name,
         roofs.dram_gbps,
-        roofs.fp32_gflops / 1e3
+        roofs.fp32_gflops / 1e3,
+        profile.bf16_tensor_tflops
     );
     for c in mine {
         let a = Accounting::of(&c.cost, &roofs);
@@ -76,7 +77,12 @@ pub fn explain(cases: &[Case], name: &str, profile: &DeviceProfile) -> Option<St
             "AI",
             format!("{:.3} FLOP/byte (FLOPs / min bytes)", a.intensity),
         );
-        let ridge = roofs.fp32_gflops / roofs.dram_gbps;
+        row(
+            &mut s,
+            "precision",
+            format!("{} (the compute roof it meets)", a.precision),
+        );
+        let ridge = roofs.peak_gflops(a.precision) / roofs.dram_gbps;
         row(
             &mut s,
             "bound",
@@ -115,32 +121,32 @@ pub fn explain(cases: &[Case], name: &str, profile: &DeviceProfile) -> Option<St
             );
         }
     }
-    // The kernel entries behind this name (several for multi-kernel variants, none for a
-    // host-side dispatcher such as `softmax/auto`), for `cargo xtask explain` to look up.
+    // The kernels behind this name with their launch shape at the first case's shape
+    // (several for multi-kernel variants, none for a host-side dispatcher such as
+    // `softmax/auto`), for `cargo xtask explain` to look up in ptxas and the PTX.
     let first = cases.iter().find(|c| c.name() == name)?;
-    let entries = kernel_entries(first.family, first.variant);
     let _ = writeln!(
         s,
         "\n  kernels        {}",
-        if entries.is_empty() {
+        if first.kernels.is_empty() {
             "(none: chosen on the host at run time)".to_string()
         } else {
-            entries.join(" ")
+            first
+                .kernels
+                .iter()
+                .map(|k| k.kernel.name())
+                .collect::<Vec<_>>()
+                .join(" ")
         }
     );
+    for k in &first.kernels {
+        let _ = writeln!(
+            s,
+            "  launch         {} block={} dynamic_smem={}",
+            k.kernel, k.block_threads, k.shared_bytes
+        );
+    }
     Some(s)
-}
-
-/// Every `.entry` in the newest built PTX that belongs to row `family/variant`.
-pub fn kernel_entries(family: &str, variant: &str) -> Vec<String> {
-    let Some((_, ptx)) = crate::ptx::BUILT.last() else {
-        return Vec::new();
-    };
-    ptx.lines()
-        .filter_map(|l| l.trim().strip_prefix(".visible .entry "))
-        .map(|l| l.split('(').next().unwrap_or("").trim().to_string())
-        .filter(|e| crate::bench::entry_belongs_to(e, family, variant))
-        .collect()
 }
 
 /// The `--explain` mode. Exit 2 with the valid names when `name` is unknown.

@@ -5,6 +5,7 @@
 //! event timing. Ops never call `cust` directly except to name buffer types.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::ffi::{CStr, CString, c_void};
 use std::marker::PhantomData;
 use std::ops::Range;
@@ -13,12 +14,15 @@ use cust::context::Context;
 use cust::device::{Device, DeviceAttribute};
 use cust::error::CudaError;
 use cust::event::{Event, EventFlags};
+use cust::function::Function;
 use cust::memory::{CopyDestination, DeviceBuffer, DeviceCopy};
 use cust::module::Module;
 use cust::stream::{Stream, StreamFlags};
 
 use crate::error::{CudaResultExt, Error, Result, is_sticky};
 use crate::ptx;
+
+pub use rooflab_kernels::kernel::{Kernel, KernelId};
 
 /// What rooflab knows about the device it runs on.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -86,11 +90,16 @@ pub const POISON_F32_BITS: u32 = 0x7fc0_dead;
 
 pub struct Gpu {
     pub info: DeviceInfo,
-    module: Module,
+    /// Leaked at load and reclaimed in `Drop`, so that the cached [`Function`]s (which borrow
+    /// it) can live in the same struct.
+    module: &'static Module,
     stream: Stream,
+    /// Function handles, looked up once per module load (on first use) and kept: a launch
+    /// does no name lookup and no allocation.
+    functions: RefCell<HashMap<KernelId, Function<'static>>>,
     /// The last kernel launched: a fault found at the next synchronization is reported
     /// against it.
-    last_kernel: RefCell<String>,
+    last_kernel: std::cell::Cell<Option<KernelId>>,
     _context: Context,
 }
 
@@ -162,7 +171,7 @@ impl Gpu {
         }
 
         let context = Context::new(device).cuda("cuDevicePrimaryCtxRetain")?;
-        let module = load_module(arch, ptx_text, driver)?;
+        let module: &'static Module = Box::leak(Box::new(load_module(arch, ptx_text, driver)?));
         let stream = Stream::new(StreamFlags::NON_BLOCKING, None).cuda("cuStreamCreate")?;
         let info = DeviceInfo {
             name,
@@ -188,7 +197,8 @@ impl Gpu {
             info,
             module,
             stream,
-            last_kernel: RefCell::new(String::new()),
+            functions: RefCell::new(HashMap::new()),
+            last_kernel: std::cell::Cell::new(None),
             _context: context,
         })
     }
@@ -312,22 +322,36 @@ impl Gpu {
         Ok(())
     }
 
-    /// Launch `kernel` on this Gpu's stream. Geometry problems become `Error::Launch`, a
+    /// The driver's handle of `kernel` in the loaded module, looked up on first use.
+    fn function(&self, kernel: KernelId) -> Result<std::cell::Ref<'_, Function<'static>>> {
+        if !self.functions.borrow().contains_key(&kernel) {
+            let f = self
+                .module
+                .get_function(kernel.name())
+                .map_err(|_| Error::MissingKernel(kernel.name().into()))?;
+            self.functions.borrow_mut().insert(kernel, f);
+        }
+        Ok(std::cell::Ref::map(self.functions.borrow(), |m| {
+            &m[&kernel]
+        }))
+    }
+
+    /// Launch `kernel` on this Gpu's stream with `args`, whose types must match the entry's
+    /// parameters (a [`View`] for `*const T`, a [`ViewMut`] for `*mut T`, the scalar itself
+    /// otherwise): checked at compile time. Geometry problems become `Error::Launch`, a
     /// sticky fault `Error::DeviceFault`; both name the kernel.
     ///
     /// # Safety
-    /// `args` must point to values whose types and order match the kernel's parameters, and
-    /// every device address among them must be valid for what the kernel accesses.
-    pub(crate) unsafe fn launch(
+    /// The launch geometry and the sizes among `args` must keep every access the kernel
+    /// makes inside the views passed (the safe wrappers in `ops` check this).
+    pub(crate) unsafe fn launch<P, A: LaunchArgs<P>>(
         &self,
-        kernel: &str,
+        kernel: Kernel<P>,
         cfg: LaunchConfig,
-        args: &[*mut c_void],
+        args: A,
     ) -> Result<()> {
-        let func = self
-            .module
-            .get_function(kernel)
-            .map_err(|_| Error::MissingKernel(kernel.into()))?;
+        let id = kernel.id();
+        let func = self.function(id)?;
         if cfg.shared_bytes > 48 * 1024 {
             // Above 48 KiB a kernel must opt in to more dynamic shared memory.
             // SAFETY: a valid function handle and attribute (8 = MAX_DYNAMIC_SHARED_SIZE_BYTES).
@@ -336,52 +360,64 @@ impl Gpu {
             };
             if code != 0 {
                 return Err(Error::Other(format!(
-                    "`{kernel}` asks for {} bytes of shared memory, the device allows {}: {}",
+                    "`{id}` asks for {} bytes of shared memory, the device allows {}: {}",
                     cfg.shared_bytes,
                     self.info.max_shared_per_block_optin,
                     error_name(code)
                 )));
             }
         }
-        *self.last_kernel.borrow_mut() = kernel.to_owned();
-        // SAFETY: forwarded from the caller.
-        let r = unsafe {
-            self.stream
-                .launch(&func, cfg.grid, cfg.block, cfg.shared_bytes, args)
+        self.last_kernel.set(Some(id));
+        let r = args.with_params(|params| {
+            // SAFETY: `func` belongs to this Gpu's live module; `params` holds one pointer per
+            // kernel parameter, each to a value of the parameter's size (checked by the types
+            // of `Kernel<P>` and `A`), alive for the call; the rest is the caller's contract.
+            unsafe {
+                self.stream
+                    .launch(&func, cfg.grid, cfg.block, cfg.shared_bytes, params)
+            }
+        });
+        let Err(source) = r else {
+            return Ok(());
         };
-        r.map_err(|source| {
-            if is_sticky(source) {
-                Error::DeviceFault {
-                    kernel: kernel.into(),
-                    source,
-                }
-            } else {
-                Error::Launch {
-                    kernel: kernel.into(),
-                    source,
-                }
+        Err(if is_sticky(source) {
+            Error::DeviceFault {
+                kernel: id.name().into(),
+                source,
+            }
+        } else {
+            Error::Launch {
+                kernel: id.name().into(),
+                source,
             }
         })
     }
 
     /// How many blocks of `kernel` fit on one SM at `block_threads` threads and `shared`
     /// bytes of dynamic shared memory (the occupancy calculator).
-    pub fn blocks_per_sm(&self, kernel: &str, block_threads: u32, shared: usize) -> Result<u32> {
+    pub fn blocks_per_sm(
+        &self,
+        kernel: impl Into<KernelId>,
+        block_threads: u32,
+        shared: usize,
+    ) -> Result<u32> {
+        let kernel = kernel.into();
         let func = self
             .module
-            .get_function(kernel)
-            .map_err(|_| Error::MissingKernel(kernel.into()))?;
+            .get_function(kernel.name())
+            .map_err(|_| Error::MissingKernel(kernel.name().into()))?;
         func.max_active_blocks_per_multiprocessor(block_threads.into(), shared)
             .cuda("cuOccupancyMaxActiveBlocksPerMultiprocessor")
     }
 
     /// Registers per thread and local (spill) bytes of `kernel`, as the driver compiled it.
-    pub fn kernel_resources(&self, kernel: &str) -> Result<(i32, i32)> {
+    pub fn kernel_resources(&self, kernel: impl Into<KernelId>) -> Result<(i32, i32)> {
         use cust::function::FunctionAttribute;
+        let kernel = kernel.into();
         let func = self
             .module
-            .get_function(kernel)
-            .map_err(|_| Error::MissingKernel(kernel.into()))?;
+            .get_function(kernel.name())
+            .map_err(|_| Error::MissingKernel(kernel.name().into()))?;
         Ok((
             func.get_attribute(FunctionAttribute::NumRegisters)
                 .cuda("cuFuncGetAttribute")?,
@@ -400,7 +436,10 @@ impl Gpu {
     fn fault(&self, source: CudaError, call: &'static str) -> Error {
         if is_sticky(source) {
             Error::DeviceFault {
-                kernel: self.last_kernel.borrow().clone(),
+                kernel: self
+                    .last_kernel
+                    .get()
+                    .map_or_else(|| "(none launched)".into(), |k| k.name().into()),
                 source,
             }
         } else {
@@ -447,6 +486,10 @@ impl Gpu {
 impl Drop for Gpu {
     fn drop(&mut self) {
         let _ = self.stream.synchronize();
+        self.functions.get_mut().clear();
+        // SAFETY: `module` was leaked from a Box in `with_ordinal`, and the only borrows of
+        // it (the cached functions) are gone; the context (dropped after this) outlives it.
+        drop(unsafe { Box::from_raw(self.module as *const Module as *mut Module) });
     }
 }
 
@@ -508,6 +551,26 @@ pub fn load_module(arch: &str, ptx_text: &str, driver: i32) -> Result<Module> {
     })
 }
 
+/// One kernel a case launches, with the block size and dynamic shared memory it is launched
+/// with at the case's shape: what `explain` turns into occupancy, and how a row finds its
+/// kernels' registers (by value, not by name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelUse {
+    pub kernel: KernelId,
+    pub block_threads: u32,
+    pub shared_bytes: u32,
+}
+
+impl KernelUse {
+    pub fn new(kernel: impl Into<KernelId>, block_threads: u32, shared_bytes: u32) -> KernelUse {
+        KernelUse {
+            kernel: kernel.into(),
+            block_threads,
+            shared_bytes,
+        }
+    }
+}
+
 /// Grid, block and dynamic shared memory of one launch.
 #[derive(Clone, Copy, Debug)]
 pub struct LaunchConfig {
@@ -554,13 +617,91 @@ impl LaunchConfig {
     }
 }
 
-/// Kernel arguments: `kernel_args![a, b, c]` is the `&[*mut c_void]` cuLaunchKernel wants,
-/// each entry pointing at one local value (`u64` device addresses, `f32`, `u32`, ...).
-#[macro_export]
-macro_rules! kernel_args {
-    ($($a:expr),* $(,)?) => {
-        [$(&$a as *const _ as *mut ::std::ffi::c_void),*]
+/// A host value that can stand for a kernel parameter of device type `D`: a [`View`] for
+/// `*const T`, a [`ViewMut`] for `*mut T`, the same scalar for a scalar. Its bits go into one
+/// 8-byte slot (the driver reads the parameter's own size from the slot's start: x86_64 and
+/// the GPU are little-endian).
+pub trait Param<D> {
+    fn bits(&self) -> u64;
+}
+
+impl<T> Param<*const T> for View<'_, T> {
+    fn bits(&self) -> u64 {
+        self.addr
+    }
+}
+impl<T> Param<*mut T> for ViewMut<'_, T> {
+    fn bits(&self) -> u64 {
+        self.addr
+    }
+}
+/// An optional array for a kernel that takes a null pointer to mean "none" (`None` passes 0).
+impl<T> Param<*const T> for Option<View<'_, T>> {
+    fn bits(&self) -> u64 {
+        self.as_ref().map_or(0, |v| v.addr)
+    }
+}
+impl<T> Param<*mut T> for Option<ViewMut<'_, T>> {
+    fn bits(&self) -> u64 {
+        self.as_ref().map_or(0, |v| v.addr)
+    }
+}
+macro_rules! scalar_params {
+    ($($t:ty => |$v:ident| $e:expr),*) => {
+        $(impl Param<$t> for $t {
+            fn bits(&self) -> u64 {
+                let $v = *self;
+                $e
+            }
+        })*
     };
+}
+scalar_params!(
+    u32 => |v| v as u64,
+    i32 => |v| v as u32 as u64,
+    u64 => |v| v,
+    f32 => |v| v.to_bits() as u64,
+    u16 => |v| v as u64
+);
+
+/// The arguments of one launch: a tuple of [`Param`]s matching the kernel's parameter tuple
+/// `P` element by element.
+pub trait LaunchArgs<P> {
+    /// Calls `f` with the `void**` array `cuLaunchKernel` takes.
+    fn with_params<R>(&self, f: impl FnOnce(&[*mut c_void]) -> R) -> R;
+}
+
+macro_rules! launch_args {
+    ($n:literal; $($h:ident $d:ident $i:tt),+) => {
+        impl<$($d,)+ $($h: Param<$d>,)+> LaunchArgs<($($d,)+)> for ($($h,)+) {
+            fn with_params<R>(&self, f: impl FnOnce(&[*mut c_void]) -> R) -> R {
+                let mut slots: [u64; $n] = [$(self.$i.bits()),+];
+                let base = slots.as_mut_ptr();
+                // One pointer per slot; `slots` outlives the call.
+                let params: [*mut c_void; $n] = std::array::from_fn(|i| base.wrapping_add(i).cast());
+                f(&params)
+            }
+        }
+    };
+}
+launch_args!(1; H0 D0 0);
+launch_args!(2; H0 D0 0, H1 D1 1);
+launch_args!(3; H0 D0 0, H1 D1 1, H2 D2 2);
+launch_args!(4; H0 D0 0, H1 D1 1, H2 D2 2, H3 D3 3);
+launch_args!(5; H0 D0 0, H1 D1 1, H2 D2 2, H3 D3 3, H4 D4 4);
+launch_args!(6; H0 D0 0, H1 D1 1, H2 D2 2, H3 D3 3, H4 D4 4, H5 D5 5);
+launch_args!(7; H0 D0 0, H1 D1 1, H2 D2 2, H3 D3 3, H4 D4 4, H5 D5 5, H6 D6 6);
+launch_args!(8; H0 D0 0, H1 D1 1, H2 D2 2, H3 D3 3, H4 D4 4, H5 D5 5, H6 D6 6, H7 D7 7);
+launch_args!(9; H0 D0 0, H1 D1 1, H2 D2 2, H3 D3 3, H4 D4 4, H5 D5 5, H6 D6 6, H7 D7 7, H8 D8 8);
+launch_args!(10; H0 D0 0, H1 D1 1, H2 D2 2, H3 D3 3, H4 D4 4, H5 D5 5, H6 D6 6, H7 D7 7, H8 D8 8, H9 D9 9);
+launch_args!(11; H0 D0 0, H1 D1 1, H2 D2 2, H3 D3 3, H4 D4 4, H5 D5 5, H6 D6 6, H7 D7 7, H8 D8 8, H9 D9 9, H10 D10 10);
+launch_args!(12; H0 D0 0, H1 D1 1, H2 D2 2, H3 D3 3, H4 D4 4, H5 D5 5, H6 D6 6, H7 D7 7, H8 D8 8, H9 D9 9, H10 D10 10, H11 D11 11);
+
+/// An empty parameter list.
+impl LaunchArgs<()> for () {
+    fn with_params<R>(&self, f: impl FnOnce(&[*mut c_void]) -> R) -> R {
+        f(&[])
+    }
 }
 
 /// An owned device array. Kernels see it through [`View`]s (read) and [`ViewMut`]s (write),
@@ -646,22 +787,116 @@ impl<T: DeviceCopy> DeviceArray<T> {
     }
 }
 
-/// A read-only window on a device array.
+/// A read-only window on a device array. Made only by [`DeviceArray::view`] and
+/// [`DeviceArray::view_range`] (or narrowed by [`View::range`]): its address and length
+/// always lie inside a live allocation, which is what makes the safe launch wrappers sound.
+///
+/// ```compile_fail,E0616
+/// // A view cannot be lengthened past its allocation: its fields are private.
+/// fn grow(v: &mut rooflab::gpu::View<'_, f32>) { v.len += 1; }
+/// ```
 #[derive(Clone, Copy)]
 pub struct View<'a, T> {
-    pub addr: u64,
-    pub len: usize,
+    addr: u64,
+    len: usize,
     _p: PhantomData<&'a T>,
 }
 
-/// A writable window on a device array.
+/// A writable window on a device array (see [`View`]).
+///
+/// ```compile_fail,E0616
+/// fn grow(v: &mut rooflab::gpu::ViewMut<'_, f32>) { v.len = usize::MAX; }
+/// ```
 pub struct ViewMut<'a, T> {
-    pub addr: u64,
-    pub len: usize,
+    addr: u64,
+    len: usize,
     _p: PhantomData<&'a mut T>,
 }
 
+fn check_sub_range(r: &Range<usize>, len: usize) {
+    assert!(
+        r.start <= r.end && r.end <= len,
+        "range {r:?} outside a view of {len} elements"
+    );
+}
+
+impl<'a, T> View<'a, T> {
+    /// Elements in the window.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// The device address of the first element (for peers such as cuBLAS, and the launch).
+    pub fn device_addr(&self) -> u64 {
+        self.addr
+    }
+    /// The sub-window `r` of this window. Panics if `r` is outside it (like slice indexing).
+    pub fn range(self, r: Range<usize>) -> View<'a, T> {
+        check_sub_range(&r, self.len);
+        View {
+            addr: self.addr + (r.start * size_of::<T>()) as u64,
+            len: r.len(),
+            _p: PhantomData,
+        }
+    }
+}
+
 impl<'a, T> ViewMut<'a, T> {
+    /// Elements in the window.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// The device address of the first element (for peers such as cuBLAS, and the launch).
+    pub fn device_addr(&self) -> u64 {
+        self.addr
+    }
+    /// The window split in two at `mid`: `[0, mid)` and `[mid, len)`, both writable (they do
+    /// not overlap). Panics if `mid > len`.
+    pub fn split_at(self, mid: usize) -> (ViewMut<'a, T>, ViewMut<'a, T>) {
+        check_sub_range(&(0..mid), self.len);
+        (
+            ViewMut {
+                addr: self.addr,
+                len: mid,
+                _p: PhantomData,
+            },
+            ViewMut {
+                addr: self.addr + (mid * size_of::<T>()) as u64,
+                len: self.len - mid,
+                _p: PhantomData,
+            },
+        )
+    }
+    /// This window, read-only from now on (a pass's output becoming the next pass's input).
+    pub fn into_view(self) -> View<'a, T> {
+        View {
+            addr: self.addr,
+            len: self.len,
+            _p: PhantomData,
+        }
+    }
+    /// The same window, read-only, for as long as this borrow lasts.
+    pub fn as_view(&self) -> View<'_, T> {
+        View {
+            addr: self.addr,
+            len: self.len,
+            _p: PhantomData,
+        }
+    }
+    /// The sub-window `r` of this window. Panics if `r` is outside it.
+    pub fn range(self, r: Range<usize>) -> ViewMut<'a, T> {
+        check_sub_range(&r, self.len);
+        ViewMut {
+            addr: self.addr + (r.start * size_of::<T>()) as u64,
+            len: r.len(),
+            _p: PhantomData,
+        }
+    }
     /// Re-borrow (to pass the same output to several launches).
     pub fn reborrow(&mut self) -> ViewMut<'_, T> {
         ViewMut {
@@ -669,5 +904,66 @@ impl<'a, T> ViewMut<'a, T> {
             len: self.len,
             _p: PhantomData,
         }
+    }
+}
+
+#[cfg(test)]
+mod unit_tests {
+    use super::*;
+
+    /// An array of `len` f32 with no device memory behind it: views' bookkeeping only.
+    fn array(len: usize) -> DeviceArray<f32> {
+        DeviceArray { buf: None, len }
+    }
+
+    fn panics(f: impl FnOnce() + std::panic::UnwindSafe) -> bool {
+        std::panic::catch_unwind(f).is_err()
+    }
+
+    #[test]
+    fn views_cannot_outgrow_their_allocation() {
+        let mut a = array(10);
+        assert_eq!(a.view().len(), 10);
+        let v = a.view_range(2..7);
+        assert_eq!((v.len(), v.device_addr()), (5, 8));
+        // Narrowing stays inside; widening or running past the end panics.
+        assert_eq!(v.range(1..5).len(), 4);
+        assert!(panics(|| {
+            let a = array(10);
+            let _ = a.view_range(2..7).range(0..6);
+        }));
+        assert!(panics(|| {
+            let a = array(10);
+            let _ = a.view_range(0..11);
+        }));
+        let (lo, hi) = a.view_mut().split_at(4);
+        assert_eq!((lo.len(), hi.len(), hi.device_addr()), (4, 6, 16));
+        assert!(panics(|| {
+            let mut a = array(3);
+            let _ = a.view_mut().split_at(4);
+        }));
+        let w = a.view_range_mut(5..10).range(1..3);
+        assert_eq!((w.len(), w.device_addr()), (2, 24));
+        assert_eq!(w.into_view().len(), 2);
+    }
+
+    #[test]
+    fn launch_arguments_are_laid_out_one_slot_each() {
+        let a = array(4);
+        let args = (a.view(), 7u32, -1.5f32, u64::MAX);
+        let bits: Vec<u64> = args.with_params(|p| {
+            p.iter()
+                // SAFETY: each pointer is to one live u64 slot of `with_params`.
+                .map(|&q| unsafe { *(q as *const u64) })
+                .collect()
+        });
+        assert_eq!(bits, vec![0, 7, (-1.5f32).to_bits() as u64, u64::MAX]);
+        let none: Option<View<'_, f32>> = None;
+        assert_eq!((none,).with_params(|p| p.len()), 1);
+        assert_eq!(
+            Param::<*const f32>::bits(&Some(a.view_range(1..2))),
+            4,
+            "Some(view) passes its address, None null"
+        );
     }
 }

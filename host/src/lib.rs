@@ -8,7 +8,8 @@
 //! - [`roofline`]: roofs (measured, or datasheet profiles) and each row's accounting;
 //! - [`ceilings`]: the micro-benchmarks that measure the roofs in the same run;
 //! - [`plot`]: roofline and per-family SVGs;
-//! - [`bench`]: timing (warm-up, CUDA events, median and spread) and the report;
+//! - [`timing`]: warm-up, CUDA-event timing, median and spread;
+//! - [`bench`]: bench cases and how one is run; [`report`]: rows, table, JSON, CSV;
 //! - [`ops`]: one file per kernel family: safe launch wrappers, CPU references, cost models,
 //!   bench cases and correctness tests for every variant;
 //! - [`peer`]: in-process peer libraries (cuBLAS), loaded at run time;
@@ -30,8 +31,11 @@ pub mod peer;
 pub mod plot;
 pub mod profile;
 pub mod ptx;
+pub mod report;
 pub mod roofline;
+pub mod tensor;
 pub mod testing;
+pub mod timing;
 
 pub use error::{Error, Result};
 pub use gpu::Gpu;

@@ -9,9 +9,10 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use crate::bench::Row;
+use crate::cost::Precision;
 use crate::error::{Error, Result};
-use crate::roofline::Roofs;
+use crate::report::Row;
+use crate::roofline::{ComputeRoof, Roofs};
 
 /// The smallest intensity on the x axis, FLOP/byte.
 pub const AI_MIN: f64 = 1.0 / 64.0;
@@ -58,7 +59,18 @@ fn colour(i: usize) -> RGBColor {
 pub fn roofline(path: &Path, rows: &[Row], roofs: &Roofs, title: &str) -> Result<()> {
     let root = SVGBackend::new(path, (1400, 900)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
-    let peak = roofs.fp32_gflops;
+    // Every compute roof known for this run: FP32 always; the tensor-core ones measured in
+    // the run (solid) or, where not measured, the datasheet's (dashed, labelled so).
+    let compute: Vec<ComputeRoof> = Precision::ALL
+        .iter()
+        .filter_map(|&p| roofs.compute_roof(p))
+        // FP16's datasheet peak is BF16's on every GPU here: one dashed line for both.
+        .filter(|r| r.precision != Precision::Fp16Tensor || r.measured)
+        .collect();
+    let peak = compute
+        .iter()
+        .map(|r| r.gflops)
+        .fold(roofs.fp32_gflops, f64::max);
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 20))
         .margin(20)
@@ -100,17 +112,43 @@ pub fn roofline(path: &Path, rows: &[Row], roofs: &Roofs, title: &str) -> Result
             RGBColor(170, 170, 170),
         ));
     }
-    roof_lines.push((
-        format!("FP32 {:.1} TFLOP/s", peak / 1e3),
-        vec![(AI_MIN, peak), (AI_MAX, peak)],
-        RGBColor(200, 0, 0),
-    ));
     for (label, pts, c) in roof_lines {
         chart
             .draw_series(LineSeries::new(pts, c.stroke_width(2)))
             .map_err(err)?
             .label(label)
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+    }
+    for (i, r) in compute.iter().enumerate() {
+        let c = [
+            RGBColor(200, 0, 0),
+            RGBColor(150, 60, 0),
+            RGBColor(120, 0, 160),
+            RGBColor(0, 110, 160),
+            RGBColor(0, 130, 60),
+        ][i % 5];
+        let pts = vec![(AI_MIN, r.gflops), (AI_MAX, r.gflops)];
+        if r.measured {
+            chart
+                .draw_series(LineSeries::new(pts, c.stroke_width(2)))
+                .map_err(err)?
+                .label(format!("{} {:.1} TFLOP/s", r.precision, r.gflops / 1e3))
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+                });
+        } else {
+            chart
+                .draw_series(DashedLineSeries::new(pts, 8, 6, c.stroke_width(2)))
+                .map_err(err)?
+                .label(format!(
+                    "{} {:.1} TFLOP/s (datasheet, not measured)",
+                    r.precision,
+                    r.gflops / 1e3
+                ))
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 8, y)], c.stroke_width(2))
+                });
+        }
     }
 
     // Each ladder (family, ladder, shape) joined in order, then its points, labelled.
@@ -250,7 +288,7 @@ pub fn family_bars(path: &Path, rows: &[Row], family: &str, measured: bool) -> R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::relate;
+    use crate::report::relate;
 
     fn row(name: &str, flops: u64, bytes: u64, median: f64) -> Row {
         let mut r: Row = serde_json::from_value(serde_json::json!({
@@ -275,6 +313,7 @@ mod tests {
             l2_gbps: Some(12000.0),
             smem_gbps: Some(30000.0),
             fp32_gflops: 60000.0,
+            compute: vec![],
             launch_us: Some(3.0),
             origin: "test".into(),
         };

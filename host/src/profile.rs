@@ -168,7 +168,12 @@ pub fn run_ncu(
         println!("rooflab: no Nsight Compute (`ncu`) here; nothing profiled.");
         return ExitCode::SUCCESS;
     };
-    let entry = format!("{}_{}", case.family, case.variant);
+    // ncu's kernel filter: exactly the kernels the case launches, known by value.
+    if case.kernels.is_empty() {
+        return fail(format!("`{name}` launches no kernel of its own to profile"));
+    }
+    let names: Vec<&str> = case.kernels.iter().map(|k| k.kernel.name()).collect();
+    let entry = format!("({})", names.join("|"));
     // Metrics this ncu does not list would fail the whole run: leave them out, and say so.
     let metrics: Vec<&str> = match Command::new(&ncu).arg("--query-metrics").output() {
         Ok(o) if o.status.success() => {
@@ -211,10 +216,12 @@ pub fn run_ncu(
     let profile = roofline::profile_by_key(device)
         .or_else(|| roofline::profile_by_key("h200"))
         .expect("h200 profile exists");
-    print!(
-        "{}",
-        compare_with_model(&case, &kernels, &Roofs::from_profile(profile))
+    let mut roofs = Roofs::from_profile(profile);
+    roofs.origin = format!(
+        "datasheet of {}: profile measures no roofs of its own, the bench does",
+        profile.name
     );
+    print!("{}", compare_with_model(&case, &kernels, &roofs));
     if sections.is_empty() {
         return ExitCode::SUCCESS;
     }
@@ -251,7 +258,7 @@ fn under_ncu(
     let mut cmd = Command::new(ncu);
     cmd.args(["--clock-control", "none", "--profile-from-start", "off"])
         .args(args)
-        .args(["-k", &format!("regex:^{entry}")])
+        .args(["-k", &format!("regex:^{entry}$")])
         .arg(&me)
         .args(["--profile-one", name]);
     if let Some(s) = size {
@@ -603,18 +610,26 @@ mod tests {
     const SAMPLE: &str = "\
 ==PROF== Connected to process 4242 (/tmp/rooflab-bench)
 rooflab: profiled one launch of memory/v03_vectorized_copy n=2^28
-==PROF== Profiling \"memory_v03_vectorized_copy\": 0%....50%....100% - 9 passes
+==PROF== Profiling \"KERNEL\": 0%....50%....100% - 9 passes
 \"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\",\"Stream\",\"Block Size\",\"Grid Size\",\"Device\",\"CC\",\"dram__bytes_read.sum\",\"dram__bytes_write.sum\",\"gpu__time_duration.sum\",\"l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum\",\"l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum\"
 \"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"Mbyte\",\"byte\",\"usecond\",\"\",\"\"
-\"0\",\"4242\",\"rooflab-bench\",\"127.0.0.1\",\"memory_v03_vectorized_copy\",\"1\",\"13\",\"(256, 1, 1)\",\"(262144, 1, 1)\",\"0\",\"9.0\",\"1,073.74\",\"1073741824\",\"501.3\",\"2097152\",\"33554432\"
+\"0\",\"4242\",\"rooflab-bench\",\"127.0.0.1\",\"KERNEL\",\"1\",\"13\",\"(256, 1, 1)\",\"(262144, 1, 1)\",\"0\",\"9.0\",\"1,073.74\",\"1073741824\",\"501.3\",\"2097152\",\"33554432\"
 ";
+
+    /// The kernel the sample profiles.
+    const KERNEL: rooflab_kernels::kernel::KernelId =
+        rooflab_kernels::memory::v03_vectorized::memory_v03_vectorized_copy.id();
+
+    fn sample() -> String {
+        SAMPLE.replace("KERNEL", KERNEL.name())
+    }
 
     #[test]
     fn parses_raw_csv_in_base_units() {
-        let k = parse_ncu_csv(SAMPLE);
+        let k = parse_ncu_csv(&sample());
         assert_eq!(k.len(), 1);
         let k = &k[0];
-        assert_eq!(k.kernel, "memory_v03_vectorized_copy");
+        assert_eq!(k.kernel, KERNEL.name());
         assert_eq!(k.block, "(256, 1, 1)");
         assert!((k.get("dram__bytes_read.sum").unwrap() - 1.07374e9).abs() < 1e3);
         assert_eq!(k.get("dram__bytes_write.sum"), Some(1073741824.0));
@@ -636,7 +651,7 @@ rooflab: profiled one launch of memory/v03_vectorized_copy n=2^28
             .iter()
             .find(|c| c.name() == "memory/v03_vectorized_copy")
             .unwrap();
-        let k = parse_ncu_csv(SAMPLE);
+        let k = parse_ncu_csv(&sample());
         let roofs = Roofs::from_profile(roofline::profile_by_key("h200").unwrap());
         let text = compare_with_model(case, &k, &roofs);
         assert!(text.contains("sectors/request, global loads"), "{text}");

@@ -67,7 +67,8 @@ mod tests {
         assert!(BUILT.len() >= 2);
         for (arch, ptx) in BUILT {
             assert!(ptx.contains(&format!(".target {arch}")), "{arch}");
-            assert!(ptx.contains(".entry memory_v02_coalesced_copy"));
+            let k = rooflab_kernels::memory::v02_coalesced::memory_v02_coalesced_copy;
+            assert!(ptx.contains(&format!(".entry {k}(")));
             assert!(cuda_version_for_isa(isa_version(ptx)).is_some());
         }
     }

@@ -96,10 +96,10 @@ pub const CHILD_FAULT_REPORTED: i32 = 3;
 pub fn run_fault_child() -> ! {
     let r = (|| -> Result<()> {
         let gpu = Gpu::new()?;
-        let cfg = crate::gpu::LaunchConfig::for_threads("testing_trap", 32, 32)?;
-        let flag = 1u32;
-        // SAFETY: `testing_trap` takes one u32; the trap it raises is the point of the test.
-        unsafe { gpu.launch("testing_trap", cfg, &crate::kernel_args![flag])? };
+        let kernel = rooflab_kernels::testing::testing_trap;
+        let cfg = crate::gpu::LaunchConfig::for_threads(kernel.name(), 32, 32)?;
+        // SAFETY: the kernel touches no memory; the trap it raises is the point of the test.
+        unsafe { gpu.launch(kernel, cfg, (1u32,))? };
         gpu.sync()
     })();
     match r {
@@ -126,10 +126,11 @@ pub fn device_tests() -> Vec<GpuTest> {
             )
         }),
         GpuTest::new("fault_unknown_kernel_is_named", |gpu| {
-            let cfg = LaunchConfig::for_threads("x", 1, 32)?;
-            // SAFETY: refused before anything runs: there is no such kernel.
-            let r = unsafe { gpu.launch("memory_v99_nonexistent", cfg, &[]) };
-            expect_error(r, &["memory_v99_nonexistent", "not in the loaded PTX"])
+            let kernel = rooflab_kernels::testing::testing_not_in_ptx;
+            let cfg = LaunchConfig::for_threads(kernel.name(), 1, 32)?;
+            // SAFETY: refused before anything runs: the module has no such kernel.
+            let r = unsafe { gpu.launch(kernel, cfg, ()) };
+            expect_error(r, &[kernel.name(), "not in the loaded PTX"])
         }),
         GpuTest::new("grid_past_the_32_bit_limit_is_refused", |_| {
             expect_error(
@@ -163,7 +164,11 @@ pub fn device_tests() -> Vec<GpuTest> {
                     out.status
                 )));
             }
-            for needle in ["testing_trap", "faulted on the device", "must exit"] {
+            for needle in [
+                rooflab_kernels::testing::testing_trap.name(),
+                "faulted on the device",
+                "must exit",
+            ] {
                 if !stderr.contains(needle) {
                     return Err(Error::Other(format!(
                         "fault message lacks {needle:?}: {stderr}"

@@ -21,12 +21,15 @@
 #[cfg(target_arch = "nvptx64")]
 pub mod gpu;
 
+pub mod kernel;
+
 pub mod ceilings;
 pub mod fused_elementwise;
 pub mod gemm;
 pub mod memory;
 pub mod norm;
 pub mod reduce;
+pub mod row_layout;
 pub mod softmax;
 pub mod testing;
 pub mod transpose;

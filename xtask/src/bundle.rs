@@ -1,6 +1,6 @@
 //! `cargo xtask bundle`: everything the GPU machine needs, in `target/bundle/`.
 //!
-//! The GPU machine has no Rust toolchain and no network (shared/TOOLCHAIN.md), so the build
+//! The GPU machine has no Rust toolchain and no network (docs/toolchain.md), so the build
 //! machine ships release binaries plus a script that runs them there:
 //!
 //! ```text

@@ -8,7 +8,7 @@
 //!
 //! Downloads are cached in `${XDG_CACHE_HOME:-$HOME/.cache}/rooflab/` so that every clone on
 //! a machine shares them; the libcuda is then linked into `<workspace>/target/cuda-stub/lib64/`.
-//! See `shared/TOOLCHAIN.md` for why these sources.
+//! See docs/toolchain.md for why these sources.
 
 use std::env;
 use std::fs;

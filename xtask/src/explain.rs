@@ -128,7 +128,9 @@ pub fn run(args: &Args) -> Result<u8> {
     let entry_prefix = format!("{family}_{variant}");
     let ptxas = deps::ensure_ptxas()?;
     let reports = ptxas::check_all(&ptxas)?;
-    let block = const_value(&consts, "BLOCK_THREADS");
+    // Block size and dynamic shared memory of each kernel, as the host launches it at the
+    // explained shape (`launch NAME block=.. dynamic_smem=..` lines of the cost text).
+    let launches = launch_shapes(&cost_text);
     println!("{}", title("ptxas -v, sm_90, and the occupancy it allows"));
     let sm90 = reports.iter().find(|r| r.arch == "sm_90");
     // The host names the row's kernels (several for multi-kernel variants).
@@ -161,7 +163,11 @@ pub fn run(args: &Args) -> Result<u8> {
             f.smem,
             f.barriers.unwrap_or(0)
         );
-        println!("  {}", occupancy_text(f.registers, block, f.smem));
+        let (block, dynamic) = match launches.iter().find(|l| l.0 == f.name) {
+            Some(&(_, b, d)) => (Some(b), d),
+            None => (None, 0),
+        };
+        println!("  {}", occupancy_text(f.registers, block, f.smem, dynamic));
     }
 
     // PTX.
@@ -277,46 +283,6 @@ pub fn reexports(src: &str) -> Vec<(String, Vec<String>)> {
     out
 }
 
-/// The value of `pub const NAME: T = EXPR;` among `consts`, where EXPR is a number or a
-/// product/sum of numbers and other such constants.
-pub fn const_value(consts: &[String], name: &str) -> Option<u64> {
-    fn find<'a>(consts: &'a [String], name: &str) -> Option<&'a str> {
-        consts.iter().find_map(|c| {
-            let decl = c.lines().find(|l| l.starts_with("pub const "))?;
-            let rest = decl.strip_prefix("pub const ")?;
-            let (n, _) = rest.split_once(':')?;
-            if n.trim() != name {
-                return None;
-            }
-            let (_, expr) = c.split_once('=')?;
-            Some(expr.trim().trim_end_matches(';').trim())
-        })
-    }
-    fn eval(consts: &[String], expr: &str, depth: u32) -> Option<u64> {
-        if depth > 8 {
-            return None;
-        }
-        if let Some((a, b)) = expr.split_once('+') {
-            return Some(eval(consts, a.trim(), depth + 1)? + eval(consts, b.trim(), depth + 1)?);
-        }
-        if let Some((a, b)) = expr.split_once('*') {
-            return Some(eval(consts, a.trim(), depth + 1)? * eval(consts, b.trim(), depth + 1)?);
-        }
-        let e = expr.trim_matches(|c| c == '(' || c == ')').trim();
-        let e = e.split(" as ").next().unwrap_or(e).trim();
-        let digits: String = e.chars().filter(|c| *c != '_').collect();
-        let digits = ["u32", "u64", "usize", "i32"]
-            .iter()
-            .find_map(|suffix| digits.strip_suffix(suffix))
-            .unwrap_or(&digits);
-        if let Ok(v) = digits.parse() {
-            return Some(v);
-        }
-        eval(consts, find(consts, e)?, depth + 1)
-    }
-    eval(consts, find(consts, name)?, 0)
-}
-
 /// sm_90 per-SM limits.
 pub const SM90_REGS: u64 = 65536;
 pub const SM90_THREADS: u64 = 2048;
@@ -367,27 +333,42 @@ pub fn occupancy(regs: u64, block: u64, smem: u64) -> Occupancy {
     }
 }
 
-fn occupancy_text(regs: Option<u64>, block: Option<u64>, smem: u64) -> String {
+/// `(kernel, block threads, dynamic shared bytes)` from the `launch` lines the host's
+/// `--explain` prints.
+pub fn launch_shapes(cost_text: &str) -> Vec<(String, u64, u64)> {
+    cost_text
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("launch "))
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let name = w.next()?.to_string();
+            let mut field = |key: &str| {
+                w.next()?
+                    .strip_prefix(key)?
+                    .strip_prefix('=')?
+                    .parse::<u64>()
+                    .ok()
+            };
+            Some((name, field("block")?, field("dynamic_smem")?))
+        })
+        .collect()
+}
+
+fn occupancy_text(regs: Option<u64>, block: Option<u64>, static_smem: u64, dynamic: u64) -> String {
     match (regs, block) {
         (Some(r), Some(b)) => {
-            let o = occupancy(r, b, smem);
+            let o = occupancy(r, b, static_smem + dynamic);
             format!(
-                "occupancy at {b} threads/block: {} blocks/SM, {} warps of 64 ({:.0} %), limited by {}{}",
+                "occupancy at {b} threads/block, {} B shared ({static_smem} static + {dynamic} dynamic): \
+                 {} blocks/SM, {} warps of 64 ({:.0} %), limited by {}",
+                static_smem + dynamic,
                 o.blocks,
                 o.warps,
                 100.0 * o.warps as f64 / 64.0,
                 o.limiter,
-                if smem == 0 {
-                    " (dynamic shared memory, sized at launch, not counted)"
-                } else {
-                    " (static smem only; dynamic shared memory is sized at launch)"
-                }
             )
         }
-        (_, None) => {
-            "occupancy: block size unknown (no `pub const BLOCK_THREADS` in the variant file)"
-                .into()
-        }
+        (_, None) => "occupancy: the host reported no launch shape for this kernel".into(),
         (None, _) => "occupancy: ptxas reported no register count".into(),
     }
 }
@@ -609,10 +590,21 @@ mod kernels {
         let c = consts(SRC);
         assert_eq!(c.len(), 3, "{c:?}");
         assert!(c[0].starts_with("/// Threads per block.\npub const BLOCK_THREADS"));
-        assert_eq!(const_value(&c, "TILE"), Some(32));
-        assert_eq!(const_value(&c, "BLOCK_THREADS"), Some(256));
-        assert_eq!(const_value(&c, "SHARED_BYTES"), Some(4096));
-        assert_eq!(const_value(&c, "NOPE"), None);
+    }
+
+    #[test]
+    fn launch_shapes_come_from_the_host() {
+        let text = "  kernels        softmax_v05_a softmax_v05_b\n  launch         softmax_v05_a block=128 dynamic_smem=0\n  launch         softmax_v05_b block=1024 dynamic_smem=16384\n";
+        assert_eq!(
+            launch_shapes(text),
+            vec![
+                ("softmax_v05_a".to_string(), 128, 0),
+                ("softmax_v05_b".to_string(), 1024, 16384)
+            ]
+        );
+        assert!(
+            launch_shapes("  kernels        (none: chosen on the host at run time)\n").is_empty()
+        );
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //!
 //! a. deps (libcuda to link, ptxas)   b. build everything (also builds the PTX)
 //! c. ptxas on the PTX: must assemble, no spills   d. `cargo test` (GPU tests say whether
-//! they ran)   e. clippy with warnings denied.   Every step runs that can; the exit status
+//! they ran)   e. clippy with warnings denied, on the workspace and on the device code
+//! (nvptx64).   Every step runs that can; the exit status
 //! says whether all passed.
 
 use std::io::{BufRead, BufReader, Write};
@@ -25,6 +26,35 @@ pub struct Args {
     /// racecheck, synccheck, initcheck); any reported error fails the step.
     #[arg(long)]
     sanitize: bool,
+}
+
+/// clippy on the kernels as the PTX build compiles them (nvptx64, `core` from source): the
+/// host build of the crate cfg's every kernel out, so `--workspace` never sees them. The
+/// newest arch of `host/build/ptx_arches.txt` sets the target features.
+fn clippy_device(cuda: &Path) -> Result<()> {
+    let arches = std::fs::read_to_string(util::workspace().join("host/build/ptx_arches.txt"))?;
+    let arch = arches
+        .lines()
+        .map(str::trim)
+        .rfind(|l| !l.is_empty() && !l.starts_with('#'))
+        .context("host/build/ptx_arches.txt lists no arch")?
+        .to_string();
+    let mut cmd = util::cargo(cuda);
+    cmd.args([
+        "clippy",
+        "--package",
+        "rooflab-kernels",
+        "--lib",
+        "--target",
+        "nvptx64-nvidia-cuda",
+        "-Zbuild-std=core",
+        "--target-dir",
+    ])
+    .arg(util::target_dir().join("clippy-nvptx"))
+    .args(["--", "-D", "warnings"])
+    .env("CARGO_ENCODED_RUSTFLAGS", format!("-Ctarget-cpu={arch}"))
+    .env_remove("RUSTFLAGS");
+    util::run_ok(&mut cmd)
 }
 
 enum Outcome {
@@ -136,6 +166,10 @@ pub fn run(args: &Args) -> Result<bool> {
             "warnings",
         ]);
         steps.record("clippy", util::run_ok(&mut cmd));
+        util::header(
+            "[e] device code: cargo clippy -p rooflab-kernels --target nvptx64-nvidia-cuda -- -D warnings",
+        );
+        steps.record("clippy-device", clippy_device(cuda));
     } else {
         steps.skip("clippy", AFTER_BUILD);
     }

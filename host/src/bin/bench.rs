@@ -9,8 +9,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use rooflab::bench::{self, KernelResources, Report, Reps, Row};
+use rooflab::bench;
+use rooflab::report::{self, KernelResources, Report, Row};
 use rooflab::roofline::{self, Roofs};
+use rooflab::timing::Reps;
 use rooflab::{Error, Gpu, ceilings, ops, plot};
 
 mod torch_peer;
@@ -278,7 +280,7 @@ fn main() -> ExitCode {
             };
             rows.push(row);
             let mut so_far = rows.clone();
-            bench::relate(&mut so_far, Some(&roofs));
+            report::relate(&mut so_far, Some(&roofs));
             let partial = Report {
                 rooflab_version: env!("CARGO_PKG_VERSION").into(),
                 date_utc: started.clone(),
@@ -294,7 +296,7 @@ fn main() -> ExitCode {
                 )),
             };
             if let Ok(json) = serde_json::to_string_pretty(&partial) {
-                let _ = bench::atomic_write(&partial_path, json.as_bytes());
+                let _ = report::atomic_write(&partial_path, json.as_bytes());
             }
         }
     }
@@ -308,20 +310,20 @@ fn main() -> ExitCode {
             .collect();
         torch_peer::fill(&mut rows, &specs);
     }
-    bench::relate(&mut rows, Some(&roofs));
+    report::relate(&mut rows, Some(&roofs));
     let arch = gpu.as_ref().map(|g| g.info.ptx_arch).unwrap_or("sm_90");
-    bench::attach_resources(&mut rows, &resources, arch);
+    report::attach_resources(&mut rows, &resources, arch);
     let regressed = old
         .as_ref()
-        .map(|o| bench::compare(&mut rows, o, args.regress_pct))
+        .map(|o| report::compare(&mut rows, o, args.regress_pct))
         .unwrap_or_default();
     if !rows.is_empty() {
-        println!("{}", bench::table(&rows, measured, old.is_some()));
+        println!("{}", report::table(&rows, measured, old.is_some()));
     }
     println!(
-        "roofs: DRAM {:.0} GB/s, FP32 {:.1} TFLOP/s ({})",
+        "roofs: DRAM {:.0} GB/s, {} ({})",
         roofs.dram_gbps,
-        roofs.fp32_gflops / 1e3,
+        roofs.compute_summary(),
         roofs.origin
     );
 
@@ -342,7 +344,7 @@ fn main() -> ExitCode {
             )
         }),
     };
-    if let Err(e) = bench::write_report(&args.out, &report) {
+    if let Err(e) = report::write_report(&args.out, &report) {
         return fail(e);
     }
     if !report.rows.is_empty() {

@@ -5,7 +5,8 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use rooflab::bench::{Row, TorchSpec};
+use rooflab::bench::TorchSpec;
+use rooflab::report::Row;
 
 /// The script: `ROOFLAB_TORCH_PEER`, next to this executable (the bundle), or the source tree.
 fn script() -> Option<PathBuf> {

@@ -141,12 +141,14 @@ impl Cublas {
         c: ViewMut<'_, f32>,
     ) -> Result<()> {
         let op = "cublasSgemm";
-        if a.len != m * k || b.len != k * n || c.len != m * n {
+        if a.len() != m * k || b.len() != k * n || c.len() != m * n {
             return Err(Error::Shape {
                 op: op.into(),
                 what: format!(
                     "A has {}, B {}, C {} elements for M={m} N={n} K={k}",
-                    a.len, b.len, c.len
+                    a.len(),
+                    b.len(),
+                    c.len()
                 ),
             });
         }
@@ -177,12 +179,12 @@ impl Cublas {
                     mi,
                     ki,
                     &alpha,
-                    b.addr,
+                    b.device_addr(),
                     ni.max(1),
-                    a.addr,
+                    a.device_addr(),
                     ki.max(1),
                     &beta,
-                    c.addr,
+                    c.device_addr(),
                     ni.max(1),
                 )
             }

@@ -13,9 +13,7 @@ pub const BLOCK_THREADS: u32 = 32;
 /// Launches timed per sample (the per-launch figure is the sample over this).
 pub const LAUNCHES_PER_SAMPLE: usize = 100;
 
-#[cfg(target_arch = "nvptx64")]
-mod kernels {
+crate::kernel! {
     /// Does nothing.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "gpu-kernel" fn ceilings_empty_launch() {}
+    pub unsafe fn ceilings_empty_launch() {}
 }

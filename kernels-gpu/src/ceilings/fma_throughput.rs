@@ -18,13 +18,11 @@ pub const STEPS: u32 = 8;
 pub const FLOPS_PER_THREAD_ITER: u64 = 2 * CHAINS as u64 * STEPS as u64;
 
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use super::{CHAINS, STEPS};
-    use crate::gpu::{math, thread};
+use crate::gpu::{math, thread};
 
+crate::kernel! {
     /// `iters` rounds of `CHAINS x STEPS` FMAs per thread.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "gpu-kernel" fn ceilings_fma_throughput(
+    pub unsafe fn ceilings_fma_throughput(
         iters: u32,
         a: f32,
         b: f32,

@@ -18,13 +18,11 @@ pub const ITERS: u32 = 32;
 pub const UNROLL: u64 = 4;
 
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use super::UNROLL;
-    use crate::gpu::{thread, vector};
+use crate::gpu::{thread, vector};
 
+crate::kernel! {
     /// Sum `iters` passes over `vectors` 16-byte vectors at `buf` into `out[thread]`.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "gpu-kernel" fn ceilings_l2_read(
+    pub unsafe fn ceilings_l2_read(
         buf: *const f32,
         vectors: u64,
         iters: u32,

@@ -18,17 +18,16 @@ pub const UNROLL: u32 = 8;
 pub const SHARED_BYTES: u32 = BLOCK_THREADS * 16;
 
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use super::{BLOCK_THREADS, UNROLL};
-    use crate::gpu::vector::F32x4;
-    use crate::gpu::{shared, smem, sync_threads, thread};
+use crate::gpu::vector::F32x4;
+#[cfg(target_arch = "nvptx64")]
+use crate::gpu::{shared, smem, sync_threads, thread};
 
+crate::kernel! {
     /// `iters` rounds of read-increment-write over the block's shared slots.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "gpu-kernel" fn ceilings_smem_bandwidth(iters: u32, out: *mut f32) {
+    pub unsafe fn ceilings_smem_bandwidth(iters: u32, out: *mut f32) {
         let t = thread::thread_idx_x();
         let base = smem::shared_addr(shared::dynamic_shared_mem::<F32x4>());
-        // SAFETY (whole body): every address is base + 16 * (slot < BLOCK_THREADS), inside
+        // SAFETY: (whole body) every address is base + 16 * (slot < BLOCK_THREADS), inside
         // the SHARED_BYTES the host launches with; `out` holds one f32 per thread.
         unsafe {
             smem::store_f32x4(base + 16 * t, F32x4([t as f32, 1.0, 2.0, 3.0]));

@@ -14,45 +14,47 @@
 pub const BLOCK_THREADS: u32 = 256;
 
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use crate::fused_elementwise::gelu;
-    use crate::gpu::bf16::Storage;
-    use crate::gpu::{math, thread};
+use crate::fused_elementwise::gelu;
+#[cfg(target_arch = "nvptx64")]
+use crate::gpu::bf16::Storage;
+#[cfg(target_arch = "nvptx64")]
+use crate::gpu::{math, thread};
 
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn run<T: Storage>(
-        x: *const T,
-        scale: *const T,
-        bias: *const T,
-        res: *const T,
-        y: *mut T,
-        n: u32,
-        cols: u32,
-        mode: u32,
-    ) {
-        let i = thread::block_idx_x() * thread::block_dim_x() + thread::thread_idx_x();
-        if i < n {
-            let c = (i % cols) as usize;
-            let i = i as usize;
-            // SAFETY: i < n and c < cols; the host passes arrays of those lengths.
-            unsafe {
-                let u = math::fma(
-                    T::load(x.add(i)),
-                    T::load(scale.add(c)),
-                    T::load(bias.add(c)),
-                );
-                T::store(y.add(i), gelu(u, mode, math::exp2) + T::load(res.add(i)));
-            }
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn run<T: Storage>(
+    x: *const T,
+    scale: *const T,
+    bias: *const T,
+    res: *const T,
+    y: *mut T,
+    n: u32,
+    cols: u32,
+    mode: u32,
+) {
+    let i = thread::block_idx_x() * thread::block_dim_x() + thread::thread_idx_x();
+    if i < n {
+        let c = (i % cols) as usize;
+        let i = i as usize;
+        // SAFETY: i < n and c < cols; the host passes arrays of those lengths.
+        unsafe {
+            let u = math::fma(
+                T::load(x.add(i)),
+                T::load(scale.add(c)),
+                T::load(bias.add(c)),
+            );
+            T::store(y.add(i), gelu(u, mode, math::exp2) + T::load(res.add(i)));
         }
     }
+}
 
-    macro_rules! entry {
-        ($t:ty, $name:ident) => {
+macro_rules! entry {
+    ($t:ty, $name:ident) => {
+        crate::kernel! {
             /// `y = gelu(x * scale[col] + bias[col]) + residual`.
-            #[unsafe(no_mangle)]
             #[allow(clippy::too_many_arguments)]
-            pub unsafe extern "gpu-kernel" fn $name(
+            pub unsafe fn $name(
                 x: *const $t,
                 scale: *const $t,
                 bias: *const $t,
@@ -65,9 +67,9 @@ mod kernels {
                 // SAFETY: forwarded from the host wrapper's checks.
                 unsafe { run::<$t>(x, scale, bias, res, y, n, cols, mode) }
             }
-        };
-    }
-
-    entry!(f32, fused_elementwise_v02_fused_f32);
-    entry!(u16, fused_elementwise_v02_fused_bf16);
+        }
+    };
 }
+
+entry!(f32, fused_elementwise_v02_fused_f32);
+entry!(u16, fused_elementwise_v02_fused_bf16);

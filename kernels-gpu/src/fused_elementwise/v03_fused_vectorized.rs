@@ -23,84 +23,85 @@ pub const fn threads(n: u64, per16: u64) -> u64 {
 }
 
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use crate::fused_elementwise::gelu;
-    use crate::gpu::bf16::{Storage, aligned16, each8};
-    use crate::gpu::{math, thread};
+use crate::fused_elementwise::gelu;
+#[cfg(target_arch = "nvptx64")]
+use crate::gpu::bf16::{Storage, aligned16, each8};
+#[cfg(target_arch = "nvptx64")]
+use crate::gpu::{math, thread};
 
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn run<T: Storage>(
-        x: *const T,
-        scale: *const T,
-        bias: *const T,
-        res: *const T,
-        y: *mut T,
-        n: u32,
-        cols: u32,
-        mode: u32,
-    ) {
-        let p = T::PER16 as u32;
-        let t = thread::block_idx_x() * thread::block_dim_x() + thread::thread_idx_x();
-        let nvec = n / p;
-        if t > nvec {
-            return;
-        }
-        let start = t * p;
-        let count = if t < nvec { p } else { n - start };
-        let mut c = start % cols;
-        // SAFETY (whole body): elements start..start+count are < n, columns < cols; vector
-        // accesses only when every pointer involved is 16-byte aligned (and for scale/bias,
-        // when the vector stays inside one row: cols % P == 0 makes c a multiple of P).
-        unsafe {
-            let vec = t < nvec && aligned16(x) && aligned16(res) && aligned16(y);
-            if vec {
-                let (mut xv, mut rv, mut sv, mut bv) =
-                    ([0.0f32; 8], [0.0f32; 8], [0.0; 8], [0.0; 8]);
-                T::load16(x.add(start as usize), &mut xv);
-                T::load16(res.add(start as usize), &mut rv);
-                if cols % p == 0 && aligned16(scale) && aligned16(bias) {
-                    T::load16(scale.add(c as usize), &mut sv);
-                    T::load16(bias.add(c as usize), &mut bv);
-                } else {
-                    for k in 0..T::PER16 {
-                        sv[k] = T::load(scale.add(c as usize));
-                        bv[k] = T::load(bias.add(c as usize));
-                        c += 1;
-                        if c == cols {
-                            c = 0;
-                        }
-                    }
-                }
-                let mut out = [0.0f32; 8];
-                each8(T::PER16, |k| {
-                    out[k] = gelu(math::fma(xv[k], sv[k], bv[k]), mode, math::exp2) + rv[k];
-                });
-                T::store16(y.add(start as usize), &out);
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn run<T: Storage>(
+    x: *const T,
+    scale: *const T,
+    bias: *const T,
+    res: *const T,
+    y: *mut T,
+    n: u32,
+    cols: u32,
+    mode: u32,
+) {
+    let p = T::PER16 as u32;
+    let t = thread::block_idx_x() * thread::block_dim_x() + thread::thread_idx_x();
+    let nvec = n / p;
+    if t > nvec {
+        return;
+    }
+    let start = t * p;
+    let count = if t < nvec { p } else { n - start };
+    let mut c = start % cols;
+    // SAFETY: (the whole body) elements start..start+count are < n, columns < cols; vector
+    // accesses only when every pointer involved is 16-byte aligned (and for scale/bias,
+    // when the vector stays inside one row: cols % P == 0 makes c a multiple of P).
+    unsafe {
+        let vec = t < nvec && aligned16(x) && aligned16(res) && aligned16(y);
+        if vec {
+            let (mut xv, mut rv, mut sv, mut bv) = ([0.0f32; 8], [0.0f32; 8], [0.0; 8], [0.0; 8]);
+            T::load16(x.add(start as usize), &mut xv);
+            T::load16(res.add(start as usize), &mut rv);
+            if cols.is_multiple_of(p) && aligned16(scale) && aligned16(bias) {
+                T::load16(scale.add(c as usize), &mut sv);
+                T::load16(bias.add(c as usize), &mut bv);
             } else {
-                for k in 0..count {
-                    let i = (start + k) as usize;
-                    let u = math::fma(
-                        T::load(x.add(i)),
-                        T::load(scale.add(c as usize)),
-                        T::load(bias.add(c as usize)),
-                    );
-                    T::store(y.add(i), gelu(u, mode, math::exp2) + T::load(res.add(i)));
+                for k in 0..T::PER16 {
+                    sv[k] = T::load(scale.add(c as usize));
+                    bv[k] = T::load(bias.add(c as usize));
                     c += 1;
                     if c == cols {
                         c = 0;
                     }
                 }
             }
+            let mut out = [0.0f32; 8];
+            each8(T::PER16, |k| {
+                out[k] = gelu(math::fma(xv[k], sv[k], bv[k]), mode, math::exp2) + rv[k];
+            });
+            T::store16(y.add(start as usize), &out);
+        } else {
+            for k in 0..count {
+                let i = (start + k) as usize;
+                let u = math::fma(
+                    T::load(x.add(i)),
+                    T::load(scale.add(c as usize)),
+                    T::load(bias.add(c as usize)),
+                );
+                T::store(y.add(i), gelu(u, mode, math::exp2) + T::load(res.add(i)));
+                c += 1;
+                if c == cols {
+                    c = 0;
+                }
+            }
         }
     }
+}
 
-    macro_rules! entry {
-        ($t:ty, $name:ident) => {
+macro_rules! entry {
+    ($t:ty, $name:ident) => {
+        crate::kernel! {
             /// `y = gelu(x * scale[col] + bias[col]) + residual`, 16-byte accesses.
-            #[unsafe(no_mangle)]
             #[allow(clippy::too_many_arguments)]
-            pub unsafe extern "gpu-kernel" fn $name(
+            pub unsafe fn $name(
                 x: *const $t,
                 scale: *const $t,
                 bias: *const $t,
@@ -113,9 +114,9 @@ mod kernels {
                 // SAFETY: forwarded from the host wrapper's checks.
                 unsafe { run::<$t>(x, scale, bias, res, y, n, cols, mode) }
             }
-        };
-    }
-
-    entry!(f32, fused_elementwise_v03_fused_vectorized_f32);
-    entry!(u16, fused_elementwise_v03_fused_vectorized_bf16);
+        }
+    };
 }
+
+entry!(f32, fused_elementwise_v03_fused_vectorized_f32);
+entry!(u16, fused_elementwise_v03_fused_vectorized_bf16);

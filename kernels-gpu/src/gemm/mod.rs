@@ -9,6 +9,10 @@
 //! (the host refuses sizes past `MAX_DIM`) and 64-bit element offsets, and handles any shape:
 //! tiles that hang over an edge are zero-filled on load and masked on store. `beta == 0`
 //! means C is not read (so a NaN already in C does not propagate), as in BLAS.
+//!
+//! The warp-tiled steps (v07-v11) share [`warp_tile_pipeline`]: its fragments and epilogue
+//! (v07-v11) and its two-stage pipeline (v08-v11), which each of v08-v11 instantiates with
+//! its own `GEOMETRY` ([`warp_tile_pipeline::TwoStageGeometry`]).
 
 /// `unroll!(N, i => { body })`: `body` N times with `i` = 0, 1, .. N-1 as constants.
 /// Loops that index register arrays (the accumulators) must be fully unrolled or the arrays
@@ -26,63 +30,7 @@ macro_rules! unroll {
     (@[$($k:literal),*] $i:ident $b:block) => { $( { let $i: usize = $k; $b } )* };
 }
 
-/// `two_stage_checks!()`: compile-time checks that the tile constants in scope (as for
-/// `two_stage_kernel!`) fit the two-stage body: 16×32 sub-tiles of 4×4 patches, BK = 16 (the
-/// unrolled k loop), whole float4s of A and B per thread, 16-byte-aligned stages.
-#[allow(unused_macros)]
-macro_rules! two_stage_checks {
-    () => {
-        const _: () = assert!(
-            WM / WMITER == $crate::gemm::SUB_M as u32 && WN / WNITER == $crate::gemm::SUB_N as u32
-        );
-        const _: () = assert!(TM == 4 && TN == 4 && BK == 16 && WMITER <= 4 && WNITER <= 4);
-        const _: () =
-            assert!((BM * BK / 4).is_multiple_of(THREADS) && (BK * BN / 4).is_multiple_of(THREADS));
-        const _: () = assert!(LDA.is_multiple_of(4) && STAGE_F32.is_multiple_of(4));
-    };
-}
-
-/// `two_stage_kernel!(entry, lane_origin)`: the kernel `entry`, v08's two-stage body
-/// (`v08_double_buffered::kernels::two_stage`) instantiated with the tile constants in scope
-/// where it is invoked (BM, BN, BK, LDA, THREADS, WM, WN, WMITER, WNITER, TM, TN) and the
-/// lane map `lane_origin`. v08-v11 differ in nothing else, so each writes only those.
-#[allow(unused_macros)]
-macro_rules! two_stage_kernel {
-    ($entry:ident, $lane_origin:path) => {
-        #[unsafe(no_mangle)]
-        #[allow(clippy::too_many_arguments)]
-        pub unsafe extern "gpu-kernel" fn $entry(
-            m: u32,
-            n: u32,
-            k: u32,
-            alpha: f32,
-            a: *const f32,
-            b: *const f32,
-            beta: f32,
-            c: *mut f32,
-        ) {
-            const T: usize = THREADS as usize;
-            // SAFETY: the kernel's parameters, forwarded; the host launches it with the
-            // THREADS and SHARED_F32 of these same constants.
-            unsafe {
-                crate::gemm::v08_double_buffered::kernels::two_stage::<
-                    { BM as usize },
-                    { BN as usize },
-                    { LDA as usize },
-                    T,
-                    { WM as usize },
-                    { WN as usize },
-                    { WMITER as usize },
-                    { WNITER as usize },
-                    { (BM * BK / 4 / THREADS) as usize },
-                    { (BK * BN / 4 / THREADS) as usize },
-                    { (WMITER * TM) as usize },
-                    { (WNITER * TN) as usize },
-                >(m, n, k, alpha, a, b, beta, c, $lane_origin)
-            }
-        }
-    };
-}
+pub mod warp_tile_pipeline;
 
 pub mod v01_naive;
 pub mod v02_coalesced;
@@ -100,11 +48,6 @@ pub mod v11_block_256x128;
 /// 2^31 even after adding a tile.
 pub const MAX_DIM: u64 = (1 << 31) - 1;
 
-/// The sub-tile of the warp-tiled kernels (v07-v11): 4×8 lanes of 4×4 patches, so a
-/// warp's k step reads 4 distinct float4s of A and 8 consecutive of B per sub-tile.
-pub const SUB_M: usize = 16;
-pub const SUB_N: usize = 32;
-
 /// Whether rows starting at byte address `base` with a stride of `ld` f32 can be read with
 /// 16-byte accesses: every row start is then 16-byte aligned.
 #[inline(always)]
@@ -112,12 +55,11 @@ pub const fn rows_vectorizable(base: u64, ld: u32) -> bool {
     base.is_multiple_of(16) && ld.is_multiple_of(4)
 }
 
-/// Device helpers shared by the variants: 64-bit offsets, the masked epilogue, the
-/// register-staged tile loads of v06/v07.
+/// Device helpers shared by the variants: 64-bit offsets, the masked stores of C, the
+/// tile loads of v06-v11 (the warp-tiled parts of v07-v11 are in [`warp_tile_pipeline`]).
 #[cfg(target_arch = "nvptx64")]
 pub(crate) mod dev {
     use crate::gpu::vector::{self, F32x4};
-    use crate::gpu::{thread, warp};
 
     /// Element offset of `(row, col)` in a row-major matrix with row stride `ld`.
     #[inline(always)]
@@ -387,159 +329,5 @@ pub(crate) mod dev {
             // SAFETY: r < BK, c + 3 < BN, c a multiple of 4: an aligned float4 in the tile.
             unsafe { *(bs.add(r * BN + c) as *mut F32x4) = F32x4(*q) };
         }
-    }
-
-    /// Where a thread of the warp-tiled kernels (v07-v11) works: the block tile's corner in
-    /// C `(bm0, bn0)`, its warp's tile inside the block tile `(wm0, wn0)`, and its lane's
-    /// patch inside a sub-tile `lane_origin(lane)`. `bm`×`bn` is the block tile, `wm`×`wn`
-    /// the warp tile (constants at every call, folded after inlining).
-    #[inline(always)]
-    pub fn warp_tile_origin(
-        bm: u32,
-        bn: u32,
-        wm: u32,
-        wn: u32,
-        lane_origin: impl Fn(u32) -> (u32, u32),
-    ) -> WarpTileOrigin {
-        let t = thread::thread_idx_x();
-        let (bm0, bn0) = (thread::block_idx_y() * bm, thread::block_idx_x() * bn);
-        let w = t / warp::WARP_SIZE;
-        let wm0 = ((w / (bn / wn)) * wm) as usize;
-        let wn0 = ((w % (bn / wn)) * wn) as usize;
-        let (lr, lc) = lane_origin(t % warp::WARP_SIZE);
-        let (lr, lc) = (lr as usize, lc as usize);
-        WarpTileOrigin {
-            bm0,
-            bn0,
-            wm0,
-            wn0,
-            lr,
-            lc,
-        }
-    }
-
-    /// See [`warp_tile_origin`]. The parts stay separate: added up front, LLVM schedules
-    /// the kernels' address arithmetic differently (measured figures belong to this PTX).
-    #[derive(Clone, Copy)]
-    pub struct WarpTileOrigin {
-        pub bm0: u32,
-        pub bn0: u32,
-        pub wm0: usize,
-        pub wn0: usize,
-        pub lr: usize,
-        pub lc: usize,
-    }
-
-    /// The warp-tiled kernels' epilogue: a thread's R×C results (MI×NI sub-tiles of 4×4,
-    /// the sub-tiles SUBM rows and SUBN columns apart) at `o`, four columns at a time
-    /// through [`store_c4`]. MI and NI are at most 4 (R = 4·MI, C = 4·NI).
-    ///
-    /// # Safety
-    /// `c` is an M×N matrix; `c_vec` only if `rows_vectorizable(c, n)`.
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn store_warp_tile<
-        const SUBM: usize,
-        const SUBN: usize,
-        const MI: usize,
-        const NI: usize,
-        const R: usize,
-        const C: usize,
-    >(
-        c: *mut f32,
-        m: u32,
-        n: u32,
-        o: WarpTileOrigin,
-        acc: &[[f32; C]; R],
-        alpha: f32,
-        beta: f32,
-        c_vec: bool,
-    ) {
-        const { assert!(MI <= 4 && NI <= 4 && R == 4 * MI && C == 4 * NI) };
-        // unroll! needs a literal count: 4, with the steps past MI / NI folded away.
-        unroll!(4, sm => {
-            if sm < MI {
-                unroll!(4, i => {
-                    let r = &acc[sm * 4 + i];
-                    let row = o.bm0 + (o.wm0 + sm * SUBM + o.lr + i) as u32;
-                    unroll!(4, sn => {
-                        if sn < NI {
-                            let col = o.bn0 + (o.wn0 + sn * SUBN + o.lc) as u32;
-                            let v = [r[sn * 4], r[sn * 4 + 1], r[sn * 4 + 2], r[sn * 4 + 3]];
-                            // SAFETY: store_c4 checks row and col against M and N.
-                            unsafe { store_c4(c, m, n, row, col, v, alpha, beta, c_vec) };
-                        }
-                    });
-                });
-            }
-        });
-    }
-
-    /// The math of one BK = 16 slice for the warp-tiled kernels (v07-v11): a lane's R×C
-    /// results as MI×NI sub-tiles of 4×4, A read from the transposed tile at columns
-    /// `a_off + s·SUBM`, B at columns `b_off + s·SUBN`. The k loop is fully unrolled and the
-    /// register fragments are double-buffered: the MI + NI `ld.shared.v4` of step kk+1 are
-    /// issued before the R·C FMAs of step kk, so shared-memory latency overlaps the math.
-    ///
-    /// # Safety
-    /// `as_` is a 16·LDA-f32 tile, `bs` a 16·BN-f32 tile, both 16-byte aligned; `a_off`,
-    /// `b_off`, SUBM, SUBN, LDA and BN are multiples of 4 with `a_off + (MI-1)·SUBM + 4 <=
-    /// LDA` and `b_off + (NI-1)·SUBN + 4 <= BN`.
-    #[inline(always)]
-    pub unsafe fn warp_tile_bk16<
-        const LDA: usize,
-        const BN: usize,
-        const SUBM: usize,
-        const SUBN: usize,
-        const MI: usize,
-        const NI: usize,
-        const R: usize,
-        const C: usize,
-    >(
-        as_: *const f32,
-        bs: *const f32,
-        a_off: usize,
-        b_off: usize,
-        acc: &mut [[f32; C]; R],
-    ) {
-        const { assert!(R == 4 * MI && C == 4 * NI && R <= 16 && C <= 16) };
-        // SAFETY: every read is a float4 inside the tiles by the caller's contract.
-        let frag = |kk: usize| unsafe {
-            let mut fa = [0.0f32; R];
-            let mut fb = [0.0f32; C];
-            unroll!(4, s => {
-                if s < MI {
-                    let v = lds4(as_.add(kk * LDA + a_off + s * SUBM));
-                    unroll!(4, q => { fa[s * 4 + q] = v[q]; });
-                }
-            });
-            unroll!(4, s => {
-                if s < NI {
-                    let v = lds4(bs.add(kk * BN + b_off + s * SUBN));
-                    unroll!(4, q => { fb[s * 4 + q] = v[q]; });
-                }
-            });
-            (fa, fb)
-        };
-        let mut fa = [[0.0f32; R]; 2];
-        let mut fb = [[0.0f32; C]; 2];
-        (fa[0], fb[0]) = frag(0);
-        unroll!(16, kk => {
-            if kk + 1 < 16 {
-                (fa[(kk + 1) % 2], fb[(kk + 1) % 2]) = frag(kk + 1);
-            }
-            let (ra, rb) = (&fa[kk % 2], &fb[kk % 2]);
-            // Spelled out (LLVM stops unrolling at 16×8, and a loop indexing `acc` would
-            // put it in local memory).
-            unroll!(16, i => {
-                if i < R {
-                    unroll!(16, j => {
-                        if j < C {
-                            acc[i][j] = crate::gpu::math::fma(ra[i], rb[j], acc[i][j]);
-                        }
-                    });
-                }
-            });
-        });
     }
 }

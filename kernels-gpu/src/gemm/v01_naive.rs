@@ -15,13 +15,13 @@ pub const BLOCK_X: u32 = 32;
 pub const BLOCK_Y: u32 = 8;
 
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use crate::gemm::dev::{at, store_c};
-    use crate::gpu::{math, thread};
+use crate::gemm::dev::{at, store_c};
+#[cfg(target_arch = "nvptx64")]
+use crate::gpu::{math, thread};
 
-    #[unsafe(no_mangle)]
+crate::kernel! {
     #[allow(clippy::too_many_arguments)]
-    pub unsafe extern "gpu-kernel" fn gemm_v01_naive(
+    pub unsafe fn gemm_v01_naive(
         m: u32,
         n: u32,
         k: u32,

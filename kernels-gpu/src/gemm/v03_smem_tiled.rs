@@ -18,14 +18,13 @@ pub const TILE: u32 = 32;
 pub const SHARED_F32: u32 = 2 * TILE * TILE;
 
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use super::TILE;
-    use crate::gemm::dev::{at, store_c};
-    use crate::gpu::{math, shared, sync_threads, thread};
+use crate::gemm::dev::{at, store_c};
+#[cfg(target_arch = "nvptx64")]
+use crate::gpu::{math, shared, sync_threads, thread};
 
-    #[unsafe(no_mangle)]
+crate::kernel! {
     #[allow(clippy::too_many_arguments)]
-    pub unsafe extern "gpu-kernel" fn gemm_v03_smem_tiled(
+    pub unsafe fn gemm_v03_smem_tiled(
         m: u32,
         n: u32,
         k: u32,

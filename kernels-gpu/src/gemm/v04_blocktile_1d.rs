@@ -28,14 +28,13 @@ pub const SHARED_F32: u32 = BM * BK + BK * BN;
 const _: () = assert!(THREADS == BM * BK && THREADS == BK * BN);
 
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use super::{BK, BM, BN, TM};
-    use crate::gemm::dev::{at, store_c};
-    use crate::gpu::{math, shared, sync_threads, thread};
+use crate::gemm::dev::{at, store_c};
+#[cfg(target_arch = "nvptx64")]
+use crate::gpu::{math, shared, sync_threads, thread};
 
-    #[unsafe(no_mangle)]
+crate::kernel! {
     #[allow(clippy::too_many_arguments)]
-    pub unsafe extern "gpu-kernel" fn gemm_v04_blocktile_1d(
+    pub unsafe fn gemm_v04_blocktile_1d(
         m: u32,
         n: u32,
         k: u32,

@@ -31,14 +31,13 @@ const _: () = assert!((BM * BK).is_multiple_of(THREADS) && (BK * BN).is_multiple
 const _: () = assert!(TM == 8 && TN == 8);
 
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use super::{BK, BM, BN, THREADS, TM, TN};
-    use crate::gemm::dev::{at, store_c};
-    use crate::gpu::{math, shared, sync_threads, thread};
+use crate::gemm::dev::{at, store_c};
+#[cfg(target_arch = "nvptx64")]
+use crate::gpu::{math, shared, sync_threads, thread};
 
-    #[unsafe(no_mangle)]
+crate::kernel! {
     #[allow(clippy::too_many_arguments)]
-    pub unsafe extern "gpu-kernel" fn gemm_v05_blocktile_2d(
+    pub unsafe fn gemm_v05_blocktile_2d(
         m: u32,
         n: u32,
         k: u32,

@@ -38,16 +38,17 @@ const _: () = assert!(BM * BK / 4 == THREADS && BK * BN / 4 == THREADS);
 const _: () = assert!(BK == 8 && TM == 8 && TN == 8);
 
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use super::{BK, BM, BN, THREADS, TM, TN};
-    use crate::gemm::dev::{lds4, load_a_transposed, load_b, store_c4};
-    use crate::gemm::rows_vectorizable;
-    use crate::gpu::vector::F32x4;
-    use crate::gpu::{math, shared, sync_threads, thread};
+use crate::gemm::dev::{lds4, load_a_transposed, load_b, store_c4};
+#[cfg(target_arch = "nvptx64")]
+use crate::gemm::rows_vectorizable;
+#[cfg(target_arch = "nvptx64")]
+use crate::gpu::vector::F32x4;
+#[cfg(target_arch = "nvptx64")]
+use crate::gpu::{math, shared, sync_threads, thread};
 
-    #[unsafe(no_mangle)]
+crate::kernel! {
     #[allow(clippy::too_many_arguments)]
-    pub unsafe extern "gpu-kernel" fn gemm_v06_vectorized(
+    pub unsafe fn gemm_v06_vectorized(
         m: u32,
         n: u32,
         k: u32,

@@ -9,8 +9,8 @@
 //! the transposed A tile gets a 4-float row pad (LDA = BM + 4) to halve its store conflicts.
 //! Two latency fixes on top:
 //! - the BK = 16 loop is fully unrolled with double-buffered register fragments
-//!   (`dev::warp_tile_bk16`): the 4 `ld.shared.v4` of step k+1 are issued before the 64
-//!   FMAs of step k (64 `ld.shared.v4` + 1024 FMAs straight-line per tile);
+//!   (`warp_tile_pipeline::fragments`): the 4 `ld.shared.v4` of step k+1 are issued
+//!   before the 64 FMAs of step k (64 `ld.shared.v4` + 1024 FMAs straight-line per tile);
 //! - the next tile's global float4s (2 of A, 2 of B per thread) are loaded into registers
 //!   right after the barrier and stored to shared memory only after the math, so their
 //!   latency hides behind the FMAs instead of stalling every tile.
@@ -64,18 +64,21 @@ const _: () =
 const _: () = assert!(LDA.is_multiple_of(4) && TM == 4 && TN == 4);
 
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use super::*;
-    use crate::gemm::dev::{
-        fetch_tile, store_a_transposed, store_b, store_warp_tile, warp_tile_bk16, warp_tile_origin,
-    };
-    use crate::gemm::rows_vectorizable;
-    use crate::gpu::vector::F32x4;
-    use crate::gpu::{shared, sync_threads, thread};
+use crate::gemm::dev::{fetch_tile, store_a_transposed, store_b};
+#[cfg(target_arch = "nvptx64")]
+use crate::gemm::rows_vectorizable;
+#[cfg(target_arch = "nvptx64")]
+use crate::gemm::warp_tile_pipeline::{
+    epilogue::store_warp_tile, fragments::warp_tile_bk16, warp_tile_origin,
+};
+#[cfg(target_arch = "nvptx64")]
+use crate::gpu::vector::F32x4;
+#[cfg(target_arch = "nvptx64")]
+use crate::gpu::{shared, sync_threads, thread};
 
-    #[unsafe(no_mangle)]
+crate::kernel! {
     #[allow(clippy::too_many_arguments)]
-    pub unsafe extern "gpu-kernel" fn gemm_v07_warptile(
+    pub unsafe fn gemm_v07_warptile(
         m: u32,
         n: u32,
         k: u32,

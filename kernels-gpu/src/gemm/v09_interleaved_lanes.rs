@@ -23,25 +23,62 @@
 //! 8192³, 4% under v08 (83-84% of cuBLAS). The shared pipe was not v08's limit; this step
 //! stays as that measured lesson.
 
-// The tile, warp tile, stages and shared layout are v08's.
-pub use super::v08_double_buffered::{
-    BK, BM, BN, LDA, SHARED_F32, STAGE_F32, STAGES, THREADS, TM, TN, WM, WMITER, WN, WNITER,
-};
+use super::warp_tile_pipeline::TwoStageGeometry;
+
+/// The step's geometry: v08's, unchanged (only the lane map below differs).
+pub const GEOMETRY: TwoStageGeometry = super::v08_double_buffered::GEOMETRY;
+
+/// `GEOMETRY`'s block tile (BM×BN of C, stepping BK along K), threads and shared memory.
+pub const BM: u32 = GEOMETRY.bm;
+pub const BN: u32 = GEOMETRY.bn;
+pub const BK: u32 = GEOMETRY.bk;
+pub const THREADS: u32 = GEOMETRY.threads;
+pub const SHARED_F32: u32 = GEOMETRY.shared_f32();
 
 /// Where lane `lane` sits in a 16×32 sub-tile: the (row, column) of its TM×TN patch.
 /// Column index from lane bits 0, 2, 3; row index from bits 1, 4.
 pub const fn lane_origin(lane: u32) -> (u32, u32) {
     let row = ((lane >> 1) & 1) | (((lane >> 4) & 1) << 1);
     let col = (lane & 1) | (((lane >> 2) & 1) << 1) | (((lane >> 3) & 1) << 2);
-    (row * TM, col * TN)
+    (row * GEOMETRY.tm, col * GEOMETRY.tn)
 }
 
 // The map above covers exactly a 4 × 8 grid of lanes of 4×4 patches: a 16×32 sub-tile.
-const _: () = assert!(WM / WMITER == 4 * TM && WN / WNITER == 8 * TN);
+const _: () = assert!(
+    GEOMETRY.wm / GEOMETRY.wmiter == 4 * GEOMETRY.tm
+        && GEOMETRY.wn / GEOMETRY.wniter == 8 * GEOMETRY.tn
+);
 
-#[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use super::*;
-
-    two_stage_kernel!(gemm_v09_interleaved_lanes, super::lane_origin);
+crate::kernel! {
+    /// v09: v08's pipeline and `GEOMETRY`, lanes interleaved by [`lane_origin`].
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn gemm_v09_interleaved_lanes(
+        m: u32,
+        n: u32,
+        k: u32,
+        alpha: f32,
+        a: *const f32,
+        b: *const f32,
+        beta: f32,
+        c: *mut f32,
+    ) {
+        // SAFETY: the kernel's parameters, forwarded; the host launches it with
+        // GEOMETRY.threads threads and GEOMETRY.shared_bytes() of dynamic shared memory.
+        unsafe {
+            crate::gemm::warp_tile_pipeline::run::<
+                { GEOMETRY.bm as usize },
+                { GEOMETRY.bn as usize },
+                { GEOMETRY.lda as usize },
+                { GEOMETRY.threads as usize },
+                { GEOMETRY.wm as usize },
+                { GEOMETRY.wn as usize },
+                { GEOMETRY.wmiter as usize },
+                { GEOMETRY.wniter as usize },
+                { GEOMETRY.a_float4s_per_thread() as usize },
+                { GEOMETRY.b_float4s_per_thread() as usize },
+                { GEOMETRY.thread_rows() as usize },
+                { GEOMETRY.thread_cols() as usize },
+            >(m, n, k, alpha, a, b, beta, c, lane_origin)
+        }
+    }
 }

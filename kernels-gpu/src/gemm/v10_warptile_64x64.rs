@@ -26,37 +26,57 @@
 //! the issue slots used fell from 76% to 73% (2 warps per scheduler). The thread tile is
 //! cuBLAS's; its block tile is not: v11.
 
-/// Block tile: BM×BN of C, stepping BK along K.
-pub const BM: u32 = 128;
-pub const BN: u32 = 128;
-pub const BK: u32 = 16;
-/// Warp tile and its sub-tiles (each sub-tile 16×32, as in v07-v09; v11 takes these).
-pub const WM: u32 = 64;
-pub const WN: u32 = 64;
-pub const WMITER: u32 = 4;
-pub const WNITER: u32 = 2;
-/// Per-lane patch inside a sub-tile.
-pub const TM: u32 = 4;
-pub const TN: u32 = 4;
-/// Threads per block: one warp per warp tile.
-pub const THREADS: u32 = (BM / WM) * (BN / WN) * 32;
-/// Row stride of the transposed A tile in shared memory (padded against bank conflicts).
-pub const LDA: u32 = BM + 4;
-/// Shared-memory stages (double buffering, v08's pipeline).
-pub const STAGES: u32 = super::v08_double_buffered::STAGES;
-/// f32 of one stage: A tile transposed (BK×LDA), then B tile (BK×BN).
-pub const STAGE_F32: u32 = BK * LDA + BK * BN;
-/// Dynamic shared memory.
-pub const SHARED_F32: u32 = STAGES * STAGE_F32;
+use super::warp_tile_pipeline::TwoStageGeometry;
 
-two_stage_checks!();
+/// The step's geometry: v08's with 64×64 warp tiles of 4×2 sub-tiles, so 4 warps
+/// (128 threads) per 128×128 block tile.
+pub const GEOMETRY: TwoStageGeometry = TwoStageGeometry {
+    wm: 64,
+    wn: 64,
+    wmiter: 4,
+    wniter: 2,
+    threads: 128,
+    ..super::v08_double_buffered::GEOMETRY
+};
+const _: () = GEOMETRY.check();
 
-#[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use super::*;
+/// `GEOMETRY`'s block tile (BM×BN of C, stepping BK along K), threads and shared memory.
+pub const BM: u32 = GEOMETRY.bm;
+pub const BN: u32 = GEOMETRY.bn;
+pub const BK: u32 = GEOMETRY.bk;
+pub const THREADS: u32 = GEOMETRY.threads;
+pub const SHARED_F32: u32 = GEOMETRY.shared_f32();
 
-    two_stage_kernel!(
-        gemm_v10_warptile_64x64,
-        crate::gemm::v07_warptile::lane_origin
-    );
+crate::kernel! {
+    /// v10: the two-stage pipeline at `GEOMETRY`, lanes mapped as in v07.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn gemm_v10_warptile_64x64(
+        m: u32,
+        n: u32,
+        k: u32,
+        alpha: f32,
+        a: *const f32,
+        b: *const f32,
+        beta: f32,
+        c: *mut f32,
+    ) {
+        // SAFETY: the kernel's parameters, forwarded; the host launches it with
+        // GEOMETRY.threads threads and GEOMETRY.shared_bytes() of dynamic shared memory.
+        unsafe {
+            crate::gemm::warp_tile_pipeline::run::<
+                { GEOMETRY.bm as usize },
+                { GEOMETRY.bn as usize },
+                { GEOMETRY.lda as usize },
+                { GEOMETRY.threads as usize },
+                { GEOMETRY.wm as usize },
+                { GEOMETRY.wn as usize },
+                { GEOMETRY.wmiter as usize },
+                { GEOMETRY.wniter as usize },
+                { GEOMETRY.a_float4s_per_thread() as usize },
+                { GEOMETRY.b_float4s_per_thread() as usize },
+                { GEOMETRY.thread_rows() as usize },
+                { GEOMETRY.thread_cols() as usize },
+            >(m, n, k, alpha, a, b, beta, c, crate::gemm::v07_warptile::lane_origin)
+        }
+    }
 }

@@ -20,29 +20,57 @@
 //! issue slots 78% used (cuBLAS: 2.43 G, 87%). Worse than v08 where tiles are few (1024³,
 //! 8192×128×8192: 32 blocks for 132 SMs).
 
-// The warp tile, lane patch, BN, BK and the stages are v10's; only the block tile's height
-// and what follows from it change.
-pub use super::v10_warptile_64x64::{BK, BN, STAGES, TM, TN, WM, WMITER, WN, WNITER};
+use super::warp_tile_pipeline::TwoStageGeometry;
 
-/// Block tile height: BM×BN of C.
-pub const BM: u32 = 256;
-/// Threads per block: one warp per warp tile (4×2 warps).
-pub const THREADS: u32 = (BM / WM) * (BN / WN) * 32;
-/// Row stride of the transposed A tile in shared memory (padded against bank conflicts).
-pub const LDA: u32 = BM + 4;
-/// f32 of one stage: A tile transposed (BK×LDA), then B tile (BK×BN).
-pub const STAGE_F32: u32 = BK * LDA + BK * BN;
-/// Dynamic shared memory (49 KiB: the host opts in past 48).
-pub const SHARED_F32: u32 = STAGES * STAGE_F32;
+/// The step's geometry: v10's with the block tile twice as tall (BM = 256), so 8 warps
+/// (4×2) and a transposed A tile of 256 + 4 floats per row. The rest (warp tile, lane
+/// patch, BN, BK) is v10's.
+pub const GEOMETRY: TwoStageGeometry = TwoStageGeometry {
+    bm: 256,
+    lda: 256 + 4,
+    threads: 256,
+    ..super::v10_warptile_64x64::GEOMETRY
+};
+const _: () = GEOMETRY.check();
 
-two_stage_checks!();
+/// `GEOMETRY`'s block tile (BM×BN of C, stepping BK along K), threads and shared memory.
+pub const BM: u32 = GEOMETRY.bm;
+pub const BN: u32 = GEOMETRY.bn;
+pub const BK: u32 = GEOMETRY.bk;
+pub const THREADS: u32 = GEOMETRY.threads;
+/// 49 KiB: the host opts in past 48.
+pub const SHARED_F32: u32 = GEOMETRY.shared_f32();
 
-#[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use super::*;
-
-    two_stage_kernel!(
-        gemm_v11_block_256x128,
-        crate::gemm::v07_warptile::lane_origin
-    );
+crate::kernel! {
+    /// v11: the two-stage pipeline at `GEOMETRY`, lanes mapped as in v07.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn gemm_v11_block_256x128(
+        m: u32,
+        n: u32,
+        k: u32,
+        alpha: f32,
+        a: *const f32,
+        b: *const f32,
+        beta: f32,
+        c: *mut f32,
+    ) {
+        // SAFETY: the kernel's parameters, forwarded; the host launches it with
+        // GEOMETRY.threads threads and GEOMETRY.shared_bytes() of dynamic shared memory.
+        unsafe {
+            crate::gemm::warp_tile_pipeline::run::<
+                { GEOMETRY.bm as usize },
+                { GEOMETRY.bn as usize },
+                { GEOMETRY.lda as usize },
+                { GEOMETRY.threads as usize },
+                { GEOMETRY.wm as usize },
+                { GEOMETRY.wn as usize },
+                { GEOMETRY.wmiter as usize },
+                { GEOMETRY.wniter as usize },
+                { GEOMETRY.a_float4s_per_thread() as usize },
+                { GEOMETRY.b_float4s_per_thread() as usize },
+                { GEOMETRY.thread_rows() as usize },
+                { GEOMETRY.thread_cols() as usize },
+            >(m, n, k, alpha, a, b, beta, c, crate::gemm::v07_warptile::lane_origin)
+        }
+    }
 }

@@ -16,6 +16,8 @@ use core::arch::asm;
 
 /// The `.shared` state-space address of a generic pointer into shared memory.
 #[inline(always)]
+// The pointer is only converted (`cvta`), never dereferenced: `nomem` is right.
+#[allow(clippy::pointers_in_nomem_asm_block)]
 pub fn shared_addr<T>(p: *const T) -> u32 {
     let a: u64;
     // SAFETY: pure address arithmetic; the caller passes a pointer into shared memory.

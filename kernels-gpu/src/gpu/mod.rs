@@ -1,5 +1,5 @@
 //! rooflab's device-support layer, shaped like rust-cuda's `cuda_std` so that switching back
-//! to it is a small change (see `../shared/TOOLCHAIN.md` for why we cannot use it here).
+//! to it is a small change (docs/toolchain.md says why rust-cuda's own cannot be used here).
 //!
 //! Everything is a thin, `#[inline(always)]` wrapper over an NVPTX intrinsic or one PTX
 //! instruction, so the PTX that `cargo xtask explain` shows maps line by line to the source.
@@ -14,6 +14,10 @@ use core::arch::nvptx;
 pub mod async_copy;
 /// bf16 <-> f32 conversions and packed bf16 access.
 pub mod bf16;
+/// Block-wide reductions (max, sum) through warp shuffles and 32 f32 of shared memory.
+pub mod block;
+/// Row tiles: a row held in registers, 16 slots a thread (one block per row).
+pub mod row;
 
 /// Thread, block and grid indices (`%tid`, `%ctaid`, `%ntid`, `%nctaid`).
 pub mod thread {
@@ -114,6 +118,8 @@ pub mod smem {
     /// The `.shared` window address of a generic pointer into shared memory (what `ld.shared`,
     /// `st.shared` and `cp.async` take).
     #[inline(always)]
+    // The pointer is only converted (`cvta`), never dereferenced: `nomem` is right.
+    #[allow(clippy::pointers_in_nomem_asm_block)]
     pub fn shared_addr<T>(p: *const T) -> u32 {
         let a: u64;
         // SAFETY: address arithmetic only.
@@ -335,7 +341,7 @@ pub mod vector {
     /// Number of leading f32 elements before `p` reaches a 16-byte boundary (0 to 3).
     #[inline(always)]
     pub fn misalignment_f32(p: *const f32) -> u64 {
-        (((16 - (p as u64 & 15)) & 15) / 4) as u64
+        ((16 - (p as u64 & 15)) & 15) / 4
     }
 }
 

@@ -44,13 +44,11 @@ pub fn element(i: u64, n: u64, stride: u32) -> Option<u64> {
 }
 
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use super::element;
-    use crate::gpu::thread;
+use crate::gpu::thread;
 
+crate::kernel! {
     /// `dst[j] = src[j]` with a strided thread-to-element mapping.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "gpu-kernel" fn memory_v01_strided_copy(
+    pub unsafe fn memory_v01_strided_copy(
         src: *const f32,
         dst: *mut f32,
         n: u64,
@@ -61,10 +59,11 @@ mod kernels {
             unsafe { *dst.add(j as usize) = *src.add(j as usize) };
         }
     }
+}
 
+crate::kernel! {
     /// `y[j] = a * x[j] + y[j]` with a strided thread-to-element mapping.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "gpu-kernel" fn memory_v01_strided_saxpy(
+    pub unsafe fn memory_v01_strided_saxpy(
         a: f32,
         x: *const f32,
         y: *mut f32,

@@ -14,12 +14,11 @@
 pub const BLOCK_THREADS: u32 = 256;
 
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use crate::gpu::{math, thread};
+use crate::gpu::{math, thread};
 
+crate::kernel! {
     /// `dst[i] = src[i]`.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "gpu-kernel" fn memory_v02_coalesced_copy(
+    pub unsafe fn memory_v02_coalesced_copy(
         src: *const f32,
         dst: *mut f32,
         n: u64,
@@ -30,10 +29,11 @@ mod kernels {
             unsafe { *dst.add(i as usize) = *src.add(i as usize) };
         }
     }
+}
 
+crate::kernel! {
     /// `y[i] = a * x[i] + y[i]`.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "gpu-kernel" fn memory_v02_coalesced_saxpy(
+    pub unsafe fn memory_v02_coalesced_saxpy(
         a: f32,
         x: *const f32,
         y: *mut f32,

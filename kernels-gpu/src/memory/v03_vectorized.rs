@@ -24,19 +24,19 @@ pub const fn threads(n: u64) -> u64 {
 }
 
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use crate::gpu::{math, thread, vector};
-    use crate::memory::VectorSplit;
+use crate::gpu::{math, thread, vector};
+#[cfg(target_arch = "nvptx64")]
+use crate::memory::VectorSplit;
 
+crate::kernel! {
     /// `dst = src`.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "gpu-kernel" fn memory_v03_vectorized_copy(
+    pub unsafe fn memory_v03_vectorized_copy(
         src: *const f32,
         dst: *mut f32,
         n: u64,
     ) {
         let t = thread::index_1d();
-        // SAFETY (whole body): every index below is < n, buffers hold n elements, and vector
+        // SAFETY: (whole body) every index below is < n, buffers hold n elements, and vector
         // accesses start at `head`, which VectorSplit puts on a 16-byte boundary.
         unsafe {
             match VectorSplit::new(src as u64, dst as u64, n) {
@@ -65,10 +65,11 @@ mod kernels {
             }
         }
     }
+}
 
+crate::kernel! {
     /// `y = a*x + y`.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "gpu-kernel" fn memory_v03_vectorized_saxpy(
+    pub unsafe fn memory_v03_vectorized_saxpy(
         a: f32,
         x: *const f32,
         y: *mut f32,

@@ -21,21 +21,20 @@ pub const BLOCKS_PER_SM: u32 = 8;
 pub const UNROLL: u64 = 4;
 
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use super::UNROLL;
-    use crate::gpu::{math, thread, vector};
-    use crate::memory::VectorSplit;
+use crate::gpu::{math, thread, vector};
+#[cfg(target_arch = "nvptx64")]
+use crate::memory::VectorSplit;
 
+crate::kernel! {
     /// `dst = src`.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "gpu-kernel" fn memory_v04_grid_stride_ilp_copy(
+    pub unsafe fn memory_v04_grid_stride_ilp_copy(
         src: *const f32,
         dst: *mut f32,
         n: u64,
     ) {
         let t = thread::index_1d();
         let step = thread::grid_stride_1d();
-        // SAFETY (whole body): indices stay below n (loop bounds), vector accesses start at
+        // SAFETY: (whole body) indices stay below n (loop bounds), vector accesses start at
         // 16-byte boundaries (VectorSplit).
         unsafe {
             let Some(s) = VectorSplit::new(src as u64, dst as u64, n) else {
@@ -74,10 +73,11 @@ mod kernels {
             }
         }
     }
+}
 
+crate::kernel! {
     /// `y = a*x + y`.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "gpu-kernel" fn memory_v04_grid_stride_ilp_saxpy(
+    pub unsafe fn memory_v04_grid_stride_ilp_saxpy(
         a: f32,
         x: *const f32,
         y: *mut f32,

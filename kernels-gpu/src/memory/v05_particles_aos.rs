@@ -19,13 +19,11 @@ use super::PARTICLE_F32S;
 pub const BLOCK_THREADS: u32 = 256;
 
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use super::PARTICLE_F32S;
-    use crate::gpu::{math, thread};
+use crate::gpu::{math, thread};
 
+crate::kernel! {
     /// `p[i].pos += p[i].vel * dt` for `n` particles stored as `n * PARTICLE_F32S` f32.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "gpu-kernel" fn memory_v05_particles_aos(
+    pub unsafe fn memory_v05_particles_aos(
         particles: *mut f32,
         n: u64,
         dt: f32,

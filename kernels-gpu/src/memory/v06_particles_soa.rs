@@ -13,12 +13,11 @@
 pub const BLOCK_THREADS: u32 = 256;
 
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use crate::gpu::{math, thread};
+use crate::gpu::{math, thread};
 
+crate::kernel! {
     /// `pos += vel * dt`, positions and velocities in six separate arrays of `n` f32.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "gpu-kernel" fn memory_v06_particles_soa(
+    pub unsafe fn memory_v06_particles_soa(
         px: *mut f32,
         py: *mut f32,
         pz: *mut f32,

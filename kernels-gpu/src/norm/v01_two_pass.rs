@@ -20,86 +20,88 @@ pub const SHARED_BYTES: u32 = 32 * 4;
 pub const PASSES: (u64, u64) = (4, 3);
 
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use crate::gpu::bf16::Storage;
-    use crate::gpu::{shared, thread};
-    use crate::norm::rsqrt;
-    use crate::softmax::device::block_sum;
+use crate::gpu::bf16::Storage;
+#[cfg(target_arch = "nvptx64")]
+use crate::gpu::{block, shared, thread};
+#[cfg(target_arch = "nvptx64")]
+use crate::norm::rsqrt;
 
-    #[inline(always)]
-    unsafe fn stats<T: Storage, const LAYER: bool>(
-        x: *const T,
-        mean_out: *mut f32,
-        rstd_out: *mut f32,
-        cols: u32,
-        eps: f32,
-    ) {
-        let r = thread::block_idx_x() as usize;
-        let off = r * cols as usize;
-        let (t, b) = (thread::thread_idx_x(), thread::block_dim_x());
-        let smem = shared::dynamic_shared_mem::<f32>();
-        // SAFETY: indices off + j, j < cols, inside row r < rows (grid = rows); smem 32 f32.
-        unsafe {
-            let mut mean = 0.0f32;
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn stats<T: Storage, const LAYER: bool>(
+    x: *const T,
+    mean_out: *mut f32,
+    rstd_out: *mut f32,
+    cols: u32,
+    eps: f32,
+) {
+    let r = thread::block_idx_x() as usize;
+    let off = r * cols as usize;
+    let (t, b) = (thread::thread_idx_x(), thread::block_dim_x());
+    let smem = shared::dynamic_shared_mem::<f32>();
+    // SAFETY: indices off + j, j < cols, inside row r < rows (grid = rows); smem 32 f32.
+    unsafe {
+        let mut mean = 0.0f32;
+        if LAYER {
+            let mut s = 0.0f32;
+            let mut j = t;
+            while j < cols {
+                s += T::load(x.add(off + j as usize));
+                j += b;
+            }
+            mean = block::sum_f32(s, smem) / cols as f32;
+        }
+        let mut q = 0.0f32;
+        let mut j = t;
+        while j < cols {
+            let d = T::load(x.add(off + j as usize)) - mean;
+            q += d * d;
+            j += b;
+        }
+        let var = block::sum_f32(q, smem) / cols as f32;
+        if t == 0 {
+            *mean_out.add(r) = mean;
+            *rstd_out.add(r) = rsqrt(var + eps);
+        }
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn apply<T: Storage, const LAYER: bool>(
+    x: *const T,
+    mean: *const f32,
+    rstd: *const f32,
+    w: *const T,
+    bias: *const T,
+    y: *mut T,
+    cols: u32,
+) {
+    let r = thread::block_idx_x() as usize;
+    let off = r * cols as usize;
+    let (t, b) = (thread::thread_idx_x(), thread::block_dim_x());
+    // SAFETY: as in `stats`; w and bias hold cols elements (bias unused for RMSNorm).
+    unsafe {
+        let (m, rs) = (*mean.add(r), *rstd.add(r));
+        let mut j = t;
+        while j < cols {
+            let c = j as usize;
+            let mut v = (T::load(x.add(off + c)) - m) * rs * T::load(w.add(c));
             if LAYER {
-                let mut s = 0.0f32;
-                let mut j = t;
-                while j < cols {
-                    s += T::load(x.add(off + j as usize));
-                    j += b;
-                }
-                mean = block_sum(s, smem) / cols as f32;
+                v += T::load(bias.add(c));
             }
-            let mut q = 0.0f32;
-            let mut j = t;
-            while j < cols {
-                let d = T::load(x.add(off + j as usize)) - mean;
-                q += d * d;
-                j += b;
-            }
-            let var = block_sum(q, smem) / cols as f32;
-            if t == 0 {
-                *mean_out.add(r) = mean;
-                *rstd_out.add(r) = rsqrt(var + eps);
-            }
+            T::store(y.add(off + c), v);
+            j += b;
         }
     }
+}
 
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn apply<T: Storage, const LAYER: bool>(
-        x: *const T,
-        mean: *const f32,
-        rstd: *const f32,
-        w: *const T,
-        bias: *const T,
-        y: *mut T,
-        cols: u32,
-    ) {
-        let r = thread::block_idx_x() as usize;
-        let off = r * cols as usize;
-        let (t, b) = (thread::thread_idx_x(), thread::block_dim_x());
-        // SAFETY: as in `stats`; w and bias hold cols elements (bias unused for RMSNorm).
-        unsafe {
-            let (m, rs) = (*mean.add(r), *rstd.add(r));
-            let mut j = t;
-            while j < cols {
-                let c = j as usize;
-                let mut v = (T::load(x.add(off + c)) - m) * rs * T::load(w.add(c));
-                if LAYER {
-                    v += T::load(bias.add(c));
-                }
-                T::store(y.add(off + c), v);
-                j += b;
-            }
-        }
-    }
-
-    macro_rules! entries {
-        ($t:ty, $layer:literal, $stats:ident, $apply:ident) => {
+macro_rules! entries {
+    ($t:ty, $layer:literal, $stats:ident, $apply:ident) => {
+        crate::kernel! {
             /// Row statistics: `mean[r]` (0 for RMSNorm) and `rstd[r]`.
-            #[unsafe(no_mangle)]
-            pub unsafe extern "gpu-kernel" fn $stats(
+            pub unsafe fn $stats(
                 x: *const $t,
                 mean: *mut f32,
                 rstd: *mut f32,
@@ -109,9 +111,10 @@ mod kernels {
                 // SAFETY: forwarded from the host wrapper's checks (grid = rows).
                 unsafe { stats::<$t, $layer>(x, mean, rstd, cols, eps) }
             }
+        }
+        crate::kernel! {
             /// `y = (x - mean[r]) * rstd[r] * w (+ bias)`.
-            #[unsafe(no_mangle)]
-            pub unsafe extern "gpu-kernel" fn $apply(
+            pub unsafe fn $apply(
                 x: *const $t,
                 mean: *const f32,
                 rstd: *const f32,
@@ -123,31 +126,31 @@ mod kernels {
                 // SAFETY: as above.
                 unsafe { apply::<$t, $layer>(x, mean, rstd, w, bias, y, cols) }
             }
-        };
-    }
-
-    entries!(
-        f32,
-        true,
-        norm_v01_two_pass_stats_layernorm_f32,
-        norm_v01_two_pass_apply_layernorm_f32
-    );
-    entries!(
-        u16,
-        true,
-        norm_v01_two_pass_stats_layernorm_bf16,
-        norm_v01_two_pass_apply_layernorm_bf16
-    );
-    entries!(
-        f32,
-        false,
-        norm_v01_two_pass_stats_rmsnorm_f32,
-        norm_v01_two_pass_apply_rmsnorm_f32
-    );
-    entries!(
-        u16,
-        false,
-        norm_v01_two_pass_stats_rmsnorm_bf16,
-        norm_v01_two_pass_apply_rmsnorm_bf16
-    );
+        }
+    };
 }
+
+entries!(
+    f32,
+    true,
+    norm_v01_two_pass_stats_layernorm_f32,
+    norm_v01_two_pass_apply_layernorm_f32
+);
+entries!(
+    u16,
+    true,
+    norm_v01_two_pass_stats_layernorm_bf16,
+    norm_v01_two_pass_apply_layernorm_bf16
+);
+entries!(
+    f32,
+    false,
+    norm_v01_two_pass_stats_rmsnorm_f32,
+    norm_v01_two_pass_apply_rmsnorm_f32
+);
+entries!(
+    u16,
+    false,
+    norm_v01_two_pass_stats_rmsnorm_bf16,
+    norm_v01_two_pass_apply_rmsnorm_bf16
+);

@@ -1,9 +1,9 @@
 //! norm/v03_fused_vectorized — the row in registers, 16-byte accesses: one read, one write.
 //!
 //! Changed from v02: each thread loads its 16 elements of the row once (16-byte vectors when
-//! aligned, the layout of `softmax::row_slot`), and the mean, the variance around it and the
+//! aligned, the layout of `row_layout::row_slot`), and the mean, the variance around it and the
 //! output are all computed from registers; weight and bias are read in the same layout.
-//! Block size follows the row (`softmax::row_threads`), so rows of up to 16384 elements fit;
+//! Block size follows the row (`row_layout::row_threads`), so rows of up to 16384 elements fit;
 //! the host refuses longer rows for this variant.
 //!
 //! Thread mapping: block r owns row r; slot k of thread t holds element `row_slot(k, t, ..)`.
@@ -15,74 +15,80 @@
 /// Dynamic shared memory: one f32 per warp for the block reduction.
 pub const SHARED_BYTES: u32 = 32 * 4;
 
+/// The longest row this variant holds on chip and its block size for a row of `cols`: the
+/// row-in-registers layout it shares with softmax v05 (defined there).
+pub use crate::row_layout::{ROW_MAX_COLS, row_threads};
+
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use crate::gpu::bf16::{Storage, aligned16};
-    use crate::gpu::{shared, thread};
-    use crate::norm::rsqrt;
-    use crate::softmax::device::{block_sum, load_row, store_row};
-    use crate::softmax::row_slot;
+use crate::gpu::bf16::{Storage, aligned16};
+#[cfg(target_arch = "nvptx64")]
+use crate::gpu::{block, row, shared, thread};
+#[cfg(target_arch = "nvptx64")]
+use crate::norm::rsqrt;
+#[cfg(target_arch = "nvptx64")]
+use crate::row_layout::row_slot;
 
-    #[inline(always)]
-    unsafe fn run<T: Storage, const LAYER: bool>(
-        x: *const T,
-        w: *const T,
-        bias: *const T,
-        y: *mut T,
-        cols: u32,
-        eps: f32,
-    ) {
-        let off = thread::block_idx_x() as usize * cols as usize;
-        let smem = shared::dynamic_shared_mem::<f32>();
-        let vec = aligned16(x)
-            && aligned16(y)
-            && aligned16(w)
-            && (!LAYER || aligned16(bias))
-            && cols % T::PER16 as u32 == 0;
-        let n = cols as f32;
-        let mut v = [0.0f32; 16];
-        // SAFETY: the row is x[off .. off + cols] (block r < rows); load/store_row stay
-        // inside it and inside w / bias (cols elements); smem has 32 f32.
-        unsafe {
-            // Padding slots load as 0: they add nothing to the sums below once masked.
-            load_row(x.add(off), cols, vec, 0.0, &mut v);
-            let mut mean = 0.0f32;
-            if LAYER {
-                let mut s = 0.0f32;
-                for k in 0..16 {
-                    s += v[k];
-                }
-                mean = block_sum(s, smem) / n;
-            }
-            // Padding slots (past the row) must not add (0 - mean)^2 to the variance.
-            let (t, b) = (thread::thread_idx_x(), thread::block_dim_x());
-            let p = if vec { T::PER16 as u32 } else { 1 };
-            let mut q = 0.0f32;
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn run<T: Storage, const LAYER: bool>(
+    x: *const T,
+    w: *const T,
+    bias: *const T,
+    y: *mut T,
+    cols: u32,
+    eps: f32,
+) {
+    let off = thread::block_idx_x() as usize * cols as usize;
+    let smem = shared::dynamic_shared_mem::<f32>();
+    let vec = aligned16(x)
+        && aligned16(y)
+        && aligned16(w)
+        && (!LAYER || aligned16(bias))
+        && cols.is_multiple_of(T::PER16 as u32);
+    let n = cols as f32;
+    let mut v = [0.0f32; 16];
+    // SAFETY: the row is x[off .. off + cols] (block r < rows); row::load/store stay
+    // inside it and inside w / bias (cols elements); smem has 32 f32.
+    unsafe {
+        // Padding slots load as 0: they add nothing to the sums below once masked.
+        row::load(x.add(off), cols, vec, 0.0, &mut v);
+        let mut mean = 0.0f32;
+        if LAYER {
+            let mut s = 0.0f32;
             for k in 0..16 {
-                let d = v[k] - mean;
-                if row_slot(k as u32, t, b, p, cols).is_some() {
-                    q += d * d;
-                }
+                s += v[k];
             }
-            let mut wv = [0.0f32; 16];
-            load_row(w, cols, vec, 0.0, &mut wv);
-            let rs = rsqrt(block_sum(q, smem) / n + eps);
-            let mut bv = [0.0f32; 16];
-            if LAYER {
-                load_row(bias, cols, vec, 0.0, &mut bv);
-            }
-            for k in 0..16 {
-                v[k] = (v[k] - mean) * rs * wv[k] + bv[k];
-            }
-            store_row(y.add(off), cols, vec, &v);
+            mean = block::sum_f32(s, smem) / n;
         }
+        // Padding slots (past the row) must not add (0 - mean)^2 to the variance.
+        let (t, b) = (thread::thread_idx_x(), thread::block_dim_x());
+        let p = if vec { T::PER16 as u32 } else { 1 };
+        let mut q = 0.0f32;
+        for k in 0..16 {
+            let d = v[k] - mean;
+            if row_slot(k as u32, t, b, p, cols).is_some() {
+                q += d * d;
+            }
+        }
+        let mut wv = [0.0f32; 16];
+        row::load(w, cols, vec, 0.0, &mut wv);
+        let rs = rsqrt(block::sum_f32(q, smem) / n + eps);
+        let mut bv = [0.0f32; 16];
+        if LAYER {
+            row::load(bias, cols, vec, 0.0, &mut bv);
+        }
+        for k in 0..16 {
+            v[k] = (v[k] - mean) * rs * wv[k] + bv[k];
+        }
+        row::store(y.add(off), cols, vec, &v);
     }
+}
 
-    macro_rules! entry {
-        ($t:ty, $layer:literal, $name:ident) => {
+macro_rules! entry {
+    ($t:ty, $layer:literal, $name:ident) => {
+        crate::kernel! {
             /// One row per block held in registers, rows of up to 16384.
-            #[unsafe(no_mangle)]
-            pub unsafe extern "gpu-kernel" fn $name(
+            pub unsafe fn $name(
                 x: *const $t,
                 w: *const $t,
                 bias: *const $t,
@@ -94,11 +100,11 @@ mod kernels {
                 // block = row_threads(cols)).
                 unsafe { run::<$t, $layer>(x, w, bias, y, cols, eps) }
             }
-        };
-    }
-
-    entry!(f32, true, norm_v03_fused_vectorized_layernorm_f32);
-    entry!(u16, true, norm_v03_fused_vectorized_layernorm_bf16);
-    entry!(f32, false, norm_v03_fused_vectorized_rmsnorm_f32);
-    entry!(u16, false, norm_v03_fused_vectorized_rmsnorm_bf16);
+        }
+    };
 }
+
+entry!(f32, true, norm_v03_fused_vectorized_layernorm_f32);
+entry!(u16, true, norm_v03_fused_vectorized_layernorm_bf16);
+entry!(f32, false, norm_v03_fused_vectorized_rmsnorm_f32);
+entry!(u16, false, norm_v03_fused_vectorized_rmsnorm_bf16);

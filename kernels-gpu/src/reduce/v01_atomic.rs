@@ -18,12 +18,11 @@
 pub const BLOCK_THREADS: u32 = 256;
 
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use crate::gpu::{atomic, thread};
+use crate::gpu::{atomic, thread};
 
+crate::kernel! {
     /// `*out += Σ x[i]` (the host zeroes `*out` first).
-    #[unsafe(no_mangle)]
-    pub unsafe extern "gpu-kernel" fn reduce_v01_atomic(x: *const f32, n: u64, out: *mut f32) {
+    pub unsafe fn reduce_v01_atomic(x: *const f32, n: u64, out: *mut f32) {
         let i = thread::index_1d();
         if i < n {
             // SAFETY: i < n, the length of `x`; `out` is one valid, aligned f32.

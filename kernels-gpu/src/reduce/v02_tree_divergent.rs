@@ -23,13 +23,11 @@ pub const BLOCK_THREADS: u32 = 256;
 pub const SHARED_BYTES: u32 = BLOCK_THREADS * 4;
 
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use super::BLOCK_THREADS;
-    use crate::gpu::{shared, sync_threads, thread};
+use crate::gpu::{shared, sync_threads, thread};
 
+crate::kernel! {
     /// `partials[b] = Σ` of block `b`'s elements of `x[0..n]`.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "gpu-kernel" fn reduce_v02_tree_divergent(
+    pub unsafe fn reduce_v02_tree_divergent(
         x: *const f32,
         n: u64,
         partials: *mut f32,
@@ -37,14 +35,14 @@ mod kernels {
         let sdata = shared::dynamic_shared_mem::<f32>();
         let tid = thread::thread_idx_x();
         let i = thread::index_1d();
-        // SAFETY (whole body): i < n is checked before reading x; shared offsets stay below
+        // SAFETY: (whole body) i < n is checked before reading x; shared offsets stay below
         // BLOCK_THREADS, the size the host launches with; `partials` holds one f32 per block.
         unsafe {
             *sdata.add(tid as usize) = if i < n { *x.add(i as usize) } else { 0.0 };
             sync_threads();
             let mut s = 1;
             while s < BLOCK_THREADS {
-                if tid % (2 * s) == 0 {
+                if tid.is_multiple_of(2 * s) {
                     *sdata.add(tid as usize) += *sdata.add((tid + s) as usize);
                 }
                 sync_threads();

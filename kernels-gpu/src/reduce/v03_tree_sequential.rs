@@ -20,13 +20,11 @@ pub const BLOCK_THREADS: u32 = 256;
 pub const SHARED_BYTES: u32 = BLOCK_THREADS * 4;
 
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use super::BLOCK_THREADS;
-    use crate::gpu::{shared, sync_threads, thread};
+use crate::gpu::{shared, sync_threads, thread};
 
+crate::kernel! {
     /// `partials[b] = Σ` of block `b`'s elements of `x[0..n]`.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "gpu-kernel" fn reduce_v03_tree_sequential(
+    pub unsafe fn reduce_v03_tree_sequential(
         x: *const f32,
         n: u64,
         partials: *mut f32,
@@ -34,7 +32,7 @@ mod kernels {
         let sdata = shared::dynamic_shared_mem::<f32>();
         let tid = thread::thread_idx_x();
         let i = thread::index_1d();
-        // SAFETY (whole body): as v02: guarded global read, shared offsets < BLOCK_THREADS.
+        // SAFETY: (whole body) as v02: guarded global read, shared offsets < BLOCK_THREADS.
         unsafe {
             *sdata.add(tid as usize) = if i < n { *x.add(i as usize) } else { 0.0 };
             sync_threads();

@@ -21,13 +21,11 @@ pub const ELEMS_PER_BLOCK: u64 = 2 * BLOCK_THREADS as u64;
 pub const SHARED_BYTES: u32 = BLOCK_THREADS * 4;
 
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use super::{BLOCK_THREADS, ELEMS_PER_BLOCK};
-    use crate::gpu::{shared, sync_threads, thread};
+use crate::gpu::{shared, sync_threads, thread};
 
+crate::kernel! {
     /// `partials[b] = Σ` of block `b`'s elements of `x[0..n]`.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "gpu-kernel" fn reduce_v04_first_add_on_load(
+    pub unsafe fn reduce_v04_first_add_on_load(
         x: *const f32,
         n: u64,
         partials: *mut f32,
@@ -36,7 +34,7 @@ mod kernels {
         let tid = thread::thread_idx_x();
         let i = thread::block_idx_x() as u64 * ELEMS_PER_BLOCK + tid as u64;
         let j = i + BLOCK_THREADS as u64;
-        // SAFETY (whole body): both reads are guarded by `< n`; shared offsets stay below
+        // SAFETY: (whole body) both reads are guarded by `< n`; shared offsets stay below
         // BLOCK_THREADS; `partials` holds one f32 per block.
         unsafe {
             let a = if i < n { *x.add(i as usize) } else { 0.0 };

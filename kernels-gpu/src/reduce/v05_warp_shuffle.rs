@@ -29,13 +29,11 @@ const _: () = assert!(BLOCK_THREADS >= WARP_HANDOVER && BLOCK_THREADS.is_power_o
 const _: () = assert!(ELEMS_PER_BLOCK == v04_first_add_on_load::ELEMS_PER_BLOCK);
 
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use super::{BLOCK_THREADS, ELEMS_PER_BLOCK, WARP_HANDOVER};
-    use crate::gpu::{shared, sync_threads, thread, warp};
+use crate::gpu::{shared, sync_threads, thread, warp};
 
+crate::kernel! {
     /// `partials[b] = Σ` of block `b`'s elements of `x[0..n]`.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "gpu-kernel" fn reduce_v05_warp_shuffle(
+    pub unsafe fn reduce_v05_warp_shuffle(
         x: *const f32,
         n: u64,
         partials: *mut f32,
@@ -44,7 +42,7 @@ mod kernels {
         let tid = thread::thread_idx_x();
         let i = thread::block_idx_x() as u64 * ELEMS_PER_BLOCK + tid as u64;
         let j = i + BLOCK_THREADS as u64;
-        // SAFETY (whole body): reads guarded by `< n`; shared offsets < BLOCK_THREADS;
+        // SAFETY: (whole body) reads guarded by `< n`; shared offsets < BLOCK_THREADS;
         // `partials` holds one f32 per block.
         unsafe {
             let a = if i < n { *x.add(i as usize) } else { 0.0 };

@@ -37,41 +37,40 @@ const _: () = assert!(BLOCK_THREADS.is_multiple_of(32) && BLOCK_THREADS <= 1024)
 const _: () = assert!(FINAL_THREADS.is_multiple_of(32) && FINAL_THREADS <= 1024);
 
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use super::UNROLL;
-    use crate::gpu::{atomic, shared, sync_threads, thread, vector, warp};
+use crate::gpu::{atomic, shared, sync_threads, thread, vector, warp};
 
-    /// Sum of `v` over the block; valid in thread 0. Every thread of the block must call it.
-    #[inline(always)]
-    unsafe fn block_sum(v: f32) -> f32 {
-        let words = shared::dynamic_shared_mem::<f32>();
-        let lane = warp::lane_id();
-        let w = thread::thread_idx_x() / warp::WARP_SIZE;
-        let nwarps = thread::block_dim_x() / warp::WARP_SIZE;
-        let v = warp::sum_f32(v);
-        // SAFETY: w < nwarps, and the host launches with one shared word per warp.
-        unsafe {
-            if lane == 0 {
-                *words.add(w as usize) = v;
-            }
-            sync_threads();
-            let mut total = 0.0;
-            if w == 0 {
-                let mine = if lane < nwarps {
-                    *words.add(lane as usize)
-                } else {
-                    0.0
-                };
-                total = warp::sum_f32(mine);
-            }
-            total
+/// Sum of `v` over the block; valid in thread 0. Every thread of the block must call it.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn block_sum(v: f32) -> f32 {
+    let words = shared::dynamic_shared_mem::<f32>();
+    let lane = warp::lane_id();
+    let w = thread::thread_idx_x() / warp::WARP_SIZE;
+    let nwarps = thread::block_dim_x() / warp::WARP_SIZE;
+    let v = warp::sum_f32(v);
+    // SAFETY: w < nwarps, and the host launches with one shared word per warp.
+    unsafe {
+        if lane == 0 {
+            *words.add(w as usize) = v;
         }
+        sync_threads();
+        let mut total = 0.0;
+        if w == 0 {
+            let mine = if lane < nwarps {
+                *words.add(lane as usize)
+            } else {
+                0.0
+            };
+            total = warp::sum_f32(mine);
+        }
+        total
     }
+}
 
+crate::kernel! {
     /// Block sums of `x[0..n]`: into `*out` by atomics (`partials` null), or one per block
     /// into `partials[blockIdx.x]`.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "gpu-kernel" fn reduce_v06_multi_element(
+    pub unsafe fn reduce_v06_multi_element(
         x: *const f32,
         n: u64,
         out: *mut f32,
@@ -84,7 +83,7 @@ mod kernels {
         let tail_start = head + 4 * vectors;
         // UNROLL x 4 separate accumulators: the loads of one trip do not wait on each other.
         let mut acc = [[0.0f32; 4]; UNROLL as usize];
-        // SAFETY (whole body): every index is below n (loop bounds, head/tail checks);
+        // SAFETY: (whole body) every index is below n (loop bounds, head/tail checks);
         // vector loads start at `head`, a 16-byte boundary; `out`/`partials` are valid for
         // the block index (the host sizes partials to the grid).
         unsafe {
@@ -129,10 +128,11 @@ mod kernels {
             }
         }
     }
+}
 
+crate::kernel! {
     /// `*out = Σ partials[0..count]` in a fixed order (launched as one block).
-    #[unsafe(no_mangle)]
-    pub unsafe extern "gpu-kernel" fn reduce_v06_multi_element_final(
+    pub unsafe fn reduce_v06_multi_element_final(
         partials: *const f32,
         count: u32,
         out: *mut f32,

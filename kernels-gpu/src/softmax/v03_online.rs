@@ -19,41 +19,43 @@ pub const BLOCK_THREADS: u32 = 256;
 pub const SHARED_BYTES: u32 = 32 * 4;
 
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use crate::gpu::bf16::Storage;
-    use crate::gpu::{shared, thread};
-    use crate::softmax::device::{block_max, block_sum, exp_sub, online, safe_inv, safe_max};
+use crate::gpu::bf16::Storage;
+#[cfg(target_arch = "nvptx64")]
+use crate::gpu::{block, shared, thread};
+#[cfg(target_arch = "nvptx64")]
+use crate::softmax::device::{exp_sub, online, safe_inv, safe_max};
 
-    #[inline(always)]
-    unsafe fn run<T: Storage>(x: *const T, y: *mut T, cols: u32) {
-        let off = thread::block_idx_x() as usize * cols as usize;
-        let (t, b) = (thread::thread_idx_x(), thread::block_dim_x());
-        let smem = shared::dynamic_shared_mem::<f32>();
-        // SAFETY: every index is off + j with j < cols inside this block's row; smem has 32 f32.
-        unsafe {
-            let (mut m, mut s) = (f32::NEG_INFINITY, 0.0f32);
-            let mut j = t;
-            while j < cols {
-                online(&mut m, &mut s, T::load(x.add(off + j as usize)));
-                j += b;
-            }
-            let mb = safe_max(block_max(m, smem));
-            // Rescale this thread's sum to the block max (a thread with no finite element
-            // has s = 0 and contributes 0).
-            let mine = if s > 0.0 { s * exp_sub(m, mb) } else { 0.0 };
-            let inv = safe_inv(block_sum(mine, smem));
-            j = t;
-            while j < cols {
-                let i = off + j as usize;
-                T::store(y.add(i), exp_sub(T::load(x.add(i)), mb) * inv);
-                j += b;
-            }
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn run<T: Storage>(x: *const T, y: *mut T, cols: u32) {
+    let off = thread::block_idx_x() as usize * cols as usize;
+    let (t, b) = (thread::thread_idx_x(), thread::block_dim_x());
+    let smem = shared::dynamic_shared_mem::<f32>();
+    // SAFETY: every index is off + j with j < cols inside this block's row; smem has 32 f32.
+    unsafe {
+        let (mut m, mut s) = (f32::NEG_INFINITY, 0.0f32);
+        let mut j = t;
+        while j < cols {
+            online(&mut m, &mut s, T::load(x.add(off + j as usize)));
+            j += b;
+        }
+        let mb = safe_max(block::max_f32(m, smem));
+        // Rescale this thread's sum to the block max (a thread with no finite element
+        // has s = 0 and contributes 0).
+        let mine = if s > 0.0 { s * exp_sub(m, mb) } else { 0.0 };
+        let inv = safe_inv(block::sum_f32(mine, smem));
+        j = t;
+        while j < cols {
+            let i = off + j as usize;
+            T::store(y.add(i), exp_sub(T::load(x.add(i)), mb) * inv);
+            j += b;
         }
     }
+}
 
+crate::kernel! {
     /// Softmax of each row of x into y (f32).
-    #[unsafe(no_mangle)]
-    pub unsafe extern "gpu-kernel" fn softmax_v03_online_f32(
+    pub unsafe fn softmax_v03_online_f32(
         x: *const f32,
         y: *mut f32,
         cols: u32,
@@ -61,10 +63,11 @@ mod kernels {
         // SAFETY: forwarded from the host wrapper's checks (grid = rows).
         unsafe { run::<f32>(x, y, cols) }
     }
+}
 
+crate::kernel! {
     /// Softmax of each row of x into y (bf16).
-    #[unsafe(no_mangle)]
-    pub unsafe extern "gpu-kernel" fn softmax_v03_online_bf16(
+    pub unsafe fn softmax_v03_online_bf16(
         x: *const u16,
         y: *mut u16,
         cols: u32,

@@ -18,44 +18,45 @@ pub const ROWS_PER_BLOCK: u32 = 8;
 pub const BLOCK_THREADS: u32 = 32 * ROWS_PER_BLOCK;
 
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use super::ROWS_PER_BLOCK;
-    use crate::gpu::bf16::Storage;
-    use crate::gpu::{thread, warp};
-    use crate::softmax::device::{exp_sub, online, safe_inv, safe_max};
+use crate::gpu::bf16::Storage;
+#[cfg(target_arch = "nvptx64")]
+use crate::gpu::{thread, warp};
+#[cfg(target_arch = "nvptx64")]
+use crate::softmax::device::{exp_sub, online, safe_inv, safe_max};
 
-    #[inline(always)]
-    unsafe fn run<T: Storage>(x: *const T, y: *mut T, rows: u32, cols: u32) {
-        let r = thread::block_idx_x() * ROWS_PER_BLOCK + thread::thread_idx_x() / 32;
-        // The whole warp leaves together: the shuffles below see all 32 lanes.
-        if r >= rows {
-            return;
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn run<T: Storage>(x: *const T, y: *mut T, rows: u32, cols: u32) {
+    let r = thread::block_idx_x() * ROWS_PER_BLOCK + thread::thread_idx_x() / 32;
+    // The whole warp leaves together: the shuffles below see all 32 lanes.
+    if r >= rows {
+        return;
+    }
+    let off = r as usize * cols as usize;
+    let lane = warp::lane_id();
+    // SAFETY: every index is off + j with j < cols inside row r < rows.
+    unsafe {
+        let (mut m, mut s) = (f32::NEG_INFINITY, 0.0f32);
+        let mut j = lane;
+        while j < cols {
+            online(&mut m, &mut s, T::load(x.add(off + j as usize)));
+            j += 32;
         }
-        let off = r as usize * cols as usize;
-        let lane = warp::lane_id();
-        // SAFETY: every index is off + j with j < cols inside row r < rows.
-        unsafe {
-            let (mut m, mut s) = (f32::NEG_INFINITY, 0.0f32);
-            let mut j = lane;
-            while j < cols {
-                online(&mut m, &mut s, T::load(x.add(off + j as usize)));
-                j += 32;
-            }
-            let mw = safe_max(warp::max_f32(m));
-            let mine = if s > 0.0 { s * exp_sub(m, mw) } else { 0.0 };
-            let inv = safe_inv(warp::sum_f32(mine));
-            j = lane;
-            while j < cols {
-                let i = off + j as usize;
-                T::store(y.add(i), exp_sub(T::load(x.add(i)), mw) * inv);
-                j += 32;
-            }
+        let mw = safe_max(warp::max_f32(m));
+        let mine = if s > 0.0 { s * exp_sub(m, mw) } else { 0.0 };
+        let inv = safe_inv(warp::sum_f32(mine));
+        j = lane;
+        while j < cols {
+            let i = off + j as usize;
+            T::store(y.add(i), exp_sub(T::load(x.add(i)), mw) * inv);
+            j += 32;
         }
     }
+}
 
+crate::kernel! {
     /// Softmax of each row of x into y (f32).
-    #[unsafe(no_mangle)]
-    pub unsafe extern "gpu-kernel" fn softmax_v04_warp_per_row_f32(
+    pub unsafe fn softmax_v04_warp_per_row_f32(
         x: *const f32,
         y: *mut f32,
         rows: u32,
@@ -64,10 +65,11 @@ mod kernels {
         // SAFETY: forwarded from the host wrapper's checks.
         unsafe { run::<f32>(x, y, rows, cols) }
     }
+}
 
+crate::kernel! {
     /// Softmax of each row of x into y (bf16).
-    #[unsafe(no_mangle)]
-    pub unsafe extern "gpu-kernel" fn softmax_v04_warp_per_row_bf16(
+    pub unsafe fn softmax_v04_warp_per_row_bf16(
         x: *const u16,
         y: *mut u16,
         rows: u32,

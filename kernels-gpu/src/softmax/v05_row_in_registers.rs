@@ -18,45 +18,45 @@
 pub const SHARED_BYTES: u32 = 32 * 4;
 
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use crate::gpu::bf16::{Storage, aligned16};
-    use crate::gpu::{math, shared, thread};
-    use crate::softmax::device::{
-        block_max, block_sum, exp_sub, load_row, safe_inv, safe_max, store_row,
-    };
+use crate::gpu::bf16::{Storage, aligned16};
+#[cfg(target_arch = "nvptx64")]
+use crate::gpu::{block, math, row, shared, thread};
+#[cfg(target_arch = "nvptx64")]
+use crate::softmax::device::{exp_sub, safe_inv, safe_max};
 
-    #[inline(always)]
-    unsafe fn run<T: Storage>(x: *const T, y: *mut T, cols: u32) {
-        let off = thread::block_idx_x() as usize * cols as usize;
-        let smem = shared::dynamic_shared_mem::<f32>();
-        let vec = aligned16(x) && aligned16(y) && cols % T::PER16 as u32 == 0;
-        let mut v = [0.0f32; 16];
-        // SAFETY: the row is x[off .. off + cols] (block r < rows); load/store_row stay
-        // inside it; smem has 32 f32.
-        unsafe {
-            load_row(x.add(off), cols, vec, f32::NEG_INFINITY, &mut v);
-            let mut m = f32::NEG_INFINITY;
-            for k in 0..16 {
-                m = math::max(m, v[k]);
-            }
-            let m = safe_max(block_max(m, smem));
-            let mut s = 0.0f32;
-            for k in 0..16 {
-                // Padding slots are -inf: exp gives 0.
-                v[k] = exp_sub(v[k], m);
-                s += v[k];
-            }
-            let inv = safe_inv(block_sum(s, smem));
-            for k in 0..16 {
-                v[k] *= inv;
-            }
-            store_row(y.add(off), cols, vec, &v);
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn run<T: Storage>(x: *const T, y: *mut T, cols: u32) {
+    let off = thread::block_idx_x() as usize * cols as usize;
+    let smem = shared::dynamic_shared_mem::<f32>();
+    let vec = aligned16(x) && aligned16(y) && cols.is_multiple_of(T::PER16 as u32);
+    let mut v = [0.0f32; 16];
+    // SAFETY: the row is x[off .. off + cols] (block r < rows); row::load/store stay
+    // inside it; smem has 32 f32.
+    unsafe {
+        row::load(x.add(off), cols, vec, f32::NEG_INFINITY, &mut v);
+        let mut m = f32::NEG_INFINITY;
+        for k in 0..16 {
+            m = math::max(m, v[k]);
         }
+        let m = safe_max(block::max_f32(m, smem));
+        let mut s = 0.0f32;
+        for k in 0..16 {
+            // Padding slots are -inf: exp gives 0.
+            v[k] = exp_sub(v[k], m);
+            s += v[k];
+        }
+        let inv = safe_inv(block::sum_f32(s, smem));
+        for k in 0..16 {
+            v[k] *= inv;
+        }
+        row::store(y.add(off), cols, vec, &v);
     }
+}
 
+crate::kernel! {
     /// Softmax of each row of x into y (f32), rows of up to 16384.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "gpu-kernel" fn softmax_v05_row_in_registers_f32(
+    pub unsafe fn softmax_v05_row_in_registers_f32(
         x: *const f32,
         y: *mut f32,
         cols: u32,
@@ -64,10 +64,11 @@ mod kernels {
         // SAFETY: forwarded from the host wrapper's checks (grid = rows, block = row_threads).
         unsafe { run::<f32>(x, y, cols) }
     }
+}
 
+crate::kernel! {
     /// Softmax of each row of x into y (bf16), rows of up to 16384.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "gpu-kernel" fn softmax_v05_row_in_registers_bf16(
+    pub unsafe fn softmax_v05_row_in_registers_bf16(
         x: *const u16,
         y: *mut u16,
         cols: u32,

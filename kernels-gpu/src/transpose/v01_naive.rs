@@ -19,13 +19,11 @@ pub const BLOCK_X: u32 = 32;
 pub const BLOCK_Y: u32 = 8;
 
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use super::{BLOCK_X, BLOCK_Y};
-    use crate::gpu::thread;
+use crate::gpu::thread;
 
+crate::kernel! {
     /// `out[j][i] = inp[i][j]`; `inp` is `m × n`, `out` is `n × m`, both row-major.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "gpu-kernel" fn transpose_v01_naive(
+    pub unsafe fn transpose_v01_naive(
         inp: *const f32,
         out: *mut f32,
         m: u32,

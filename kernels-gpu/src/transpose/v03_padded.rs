@@ -23,13 +23,11 @@ pub const PITCH: u32 = TILE + 1;
 pub const SHARED_BYTES: u32 = TILE * PITCH * 4;
 
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use super::{BLOCK_ROWS, PITCH, TILE};
-    use crate::gpu::{shared, sync_threads, thread};
+use crate::gpu::{shared, sync_threads, thread};
 
+crate::kernel! {
     /// `out[j][i] = inp[i][j]`; `inp` is `m × n`, `out` is `n × m`, both row-major.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "gpu-kernel" fn transpose_v03_padded(
+    pub unsafe fn transpose_v03_padded(
         inp: *const f32,
         out: *mut f32,
         m: u32,
@@ -43,7 +41,7 @@ mod kernels {
         // Block-uniform loop bound: the barriers inside are not divergent.
         while by < tiles_y {
             let row0 = by * TILE;
-            // SAFETY (whole block): global offsets are guarded by `< m` / `< n`; shared
+            // SAFETY: (whole block) global offsets are guarded by `< m` / `< n`; shared
             // offsets are below TILE·PITCH, the size the host launches with.
             unsafe {
                 let j = col0 + tx;

@@ -47,15 +47,17 @@ pub const VEC: u32 = 4;
 pub const BLOCK_COLS: u32 = BLOCK_X * VEC;
 /// Input rows one block covers.
 pub const BLOCK_ROWS: u32 = BLOCK_Y * VEC;
+/// Grid x runs over row blocks and grid y over column blocks (the other variants have it
+/// the other way round): blocks walk down the input first (see the header). The host's
+/// launch geometry reads this.
+pub const ROWS_ON_GRID_X: bool = true;
 
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use super::{BLOCK_X, BLOCK_Y, VEC};
-    use crate::gpu::{thread, vector};
+use crate::gpu::{thread, vector};
 
+crate::kernel! {
     /// `out[j][i] = inp[i][j]`; `inp` is `m × n`, `out` is `n × m`, both row-major.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "gpu-kernel" fn transpose_v04_multi_element_vectorized(
+    pub unsafe fn transpose_v04_multi_element_vectorized(
         inp: *const f32,
         out: *mut f32,
         m: u32,
@@ -67,13 +69,13 @@ mod kernels {
             return;
         }
         // Grid-uniform: every thread takes the same branches below.
-        let vec_load = n % VEC == 0 && (inp as u64) % 16 == 0;
-        let vec_store = m % VEC == 0 && (out as u64) % 16 == 0;
+        let vec_load = n.is_multiple_of(VEC) && (inp as u64).is_multiple_of(16);
+        let vec_store = m.is_multiple_of(VEC) && (out as u64).is_multiple_of(16);
         let (mu, nu) = (m as usize, n as usize);
         let mut j0 = (thread::block_idx_y() * BLOCK_X + thread::thread_idx_x()) * VEC;
         let step = thread::grid_dim_y() * BLOCK_X * VEC;
         while j0 < n {
-            // SAFETY (whole block): the full-block path runs only when rows i0..i0+4 and
+            // SAFETY: (whole block) the full-block path runs only when rows i0..i0+4 and
             // columns j0..j0+4 are inside the matrix; vector accesses only when rows are
             // 16-byte aligned (checked above, and i0, j0 are multiples of 4); the edge path
             // checks every element.

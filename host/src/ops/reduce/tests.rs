@@ -1,0 +1,210 @@
+//! reduce: the GPU correctness tests (every variant against the f64 reference at awkward
+//! lengths and alignments, run-to-run determinism, bad input), and the check and inputs the
+//! bench reuses.
+
+use super::launch::{LADDER, Variant, partials_len, sum, v06_blocks, workspace_len};
+use super::reference::{chain_len, compare_sum};
+use crate::check::{random_f32, rng};
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+use crate::testing::{GpuTest, expect_error};
+
+/// The two input distributions: positive with mean 1 (the relative check is tight) and
+/// mixed signs (cancellation; the bound is relative to Σ|x|).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Inputs {
+    Positive,
+    MixedSigns,
+}
+
+pub fn inputs(seed: u64, n: usize, kind: Inputs) -> Vec<f32> {
+    let (lo, hi) = match kind {
+        Inputs::Positive => (0.5, 1.5),
+        Inputs::MixedSigns => (-1.0, 1.0),
+    };
+    random_f32(&mut rng(seed), n, lo, hi)
+}
+
+/// One check: `n` elements starting `off` elements into their allocation (so the 16-byte
+/// head varies), output poisoned, compared with the f64 sum. Returns the GPU's result.
+pub fn check(gpu: &Gpu, v: Variant, n: usize, off: usize, kind: Inputs, seed: u64) -> Result<f32> {
+    let x = inputs(seed, n + off, kind);
+    let dx = gpu.upload(&x)?;
+    let mut out = gpu.alloc::<f32>(1)?;
+    let mut ws = gpu.alloc::<f32>(workspace_len(gpu, v, n as u64))?;
+    gpu.poison(out.view_mut())?;
+    gpu.poison(ws.view_mut())?;
+    sum(
+        gpu,
+        v,
+        dx.view_range(off..off + n),
+        out.view_mut(),
+        Some(ws.view_mut()),
+    )?;
+    gpu.sync()?;
+    let got = out.to_host()?[0];
+    let blocks = match v {
+        Variant::V06MultiElement { .. } => v06_blocks(gpu, n as u64)? as u64,
+        _ => 0,
+    };
+    let what = format!(
+        "{} n={n} offset={off} {kind:?} seed={seed}",
+        v.row_variant()
+    );
+    compare_sum(&what, got, &x[off..], chain_len(v, n as u64, blocks))?;
+    Ok(got)
+}
+
+/// Lengths every variant is checked at: 1, 2, around a block, primes, and 2^24 + 3.
+pub const TEST_LENGTHS: [usize; 11] = [
+    1,
+    2,
+    3,
+    31,
+    1023,
+    1024,
+    1025,
+    65_537,
+    1_000_003,
+    (1 << 22) + 1,
+    (1 << 24) + 3,
+];
+
+pub fn check_variant(gpu: &Gpu, v: Variant, seed: u64) -> Result<()> {
+    let mut lengths = crate::testing::lengths(&TEST_LENGTHS);
+    if !matches!(v, Variant::V01Atomic) && !crate::testing::sanitizing() {
+        // The top of the supported range (1 GiB of input); v01 is limited to 2^24 (see
+        // `reference`).
+        lengths.push(1 << 28);
+    }
+    for (k, &n) in lengths.iter().enumerate() {
+        let s = seed.wrapping_add(k as u64 * 13);
+        for kind in [Inputs::Positive, Inputs::MixedSigns] {
+            check(gpu, v, n, 0, kind, s)?;
+        }
+        // Misaligned starts (v06's scalar head) at the smaller lengths.
+        if n <= 1 << 22 {
+            for off in [1, 3] {
+                check(gpu, v, n, off, Inputs::Positive, s ^ off as u64)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The family's GPU tests: every variant against the f64 reference, determinism, and bad
+/// input.
+pub fn tests(seed: u64) -> Vec<GpuTest> {
+    let mut t = Vec::new();
+    for v in LADDER {
+        // Named after the kernel that writes the result (the deterministic v06's final pass).
+        let name = format!("{}_matches_cpu", v.result_kernel().name());
+        t.push(GpuTest::new(name, move |gpu| check_variant(gpu, v, seed)));
+    }
+    t.push(GpuTest::new("reduce_v06_past_2_31_elements", move |gpu| {
+        // 2^31 + 5 f32 (8 GiB): past i32 indexing, both the atomic and the deterministic
+        // v06 (the kernels index with u64). Skipped under the sanitizer with the other
+        // multi-GB tests.
+        let n = (1usize << 31) + 5;
+        for deterministic in [false, true] {
+            let v = Variant::V06MultiElement { deterministic };
+            check(gpu, v, n, 0, Inputs::MixedSigns, seed ^ 0x231)?;
+        }
+        Ok(())
+    }));
+    let det = Variant::V06MultiElement {
+        deterministic: true,
+    };
+    t.push(GpuTest::new(
+        format!("{}_is_bit_identical_run_to_run", det.result_kernel().name()),
+        move |gpu| {
+            for (n, off) in [(1usize << 28, 0usize), ((1 << 24) + 3, 1), (1_000_003, 3)] {
+                for kind in [Inputs::Positive, Inputs::MixedSigns] {
+                    let a = check(gpu, det, n, off, kind, seed)?;
+                    let b = check(gpu, det, n, off, kind, seed)?;
+                    if a.to_bits() != b.to_bits() {
+                        return Err(Error::Mismatch(format!(
+                            "deterministic sum n={n} offset={off} {kind:?}: {a:e} \
+                             ({:#010x}) then {b:e} ({:#010x})",
+                            a.to_bits(),
+                            b.to_bits()
+                        )));
+                    }
+                }
+            }
+            Ok(())
+        },
+    ));
+    t.push(GpuTest::new(
+        "reduce_bad_output_is_refused_before_launch",
+        move |gpu| {
+            let x = gpu.upload(&[1.0f32; 10])?;
+            let mut out2 = gpu.alloc::<f32>(2)?;
+            let mut out0 = gpu.alloc::<f32>(0)?;
+            for v in LADDER {
+                expect_error(
+                    sum(gpu, v, x.view(), out2.view_mut(), None),
+                    &["bad input", "one element", "2"],
+                )?;
+                expect_error(
+                    sum(gpu, v, x.view(), out0.view_mut(), None),
+                    &["bad input", "one element", "0"],
+                )?;
+            }
+            let mut out = gpu.alloc::<f32>(1)?;
+            expect_error(
+                sum(gpu, det, x.view(), out.view_mut(), None),
+                &["bad input", "workspace", "got none"],
+            )?;
+            let mut small = gpu.alloc::<f32>(3)?;
+            expect_error(
+                sum(gpu, det, x.view(), out.view_mut(), Some(small.view_mut())),
+                &["bad input", "workspace", "it has 3"],
+            )?;
+            // A multi-pass variant on 1000 elements needs 4 partials (256 per block).
+            let x = gpu.upload(&[1.0f32; 1000])?;
+            expect_error(
+                sum(
+                    gpu,
+                    Variant::V03TreeSequential,
+                    x.view(),
+                    out.view_mut(),
+                    None,
+                ),
+                &["bad input", "workspace of 4", "got none"],
+            )?;
+            expect_error(
+                sum(
+                    gpu,
+                    Variant::V03TreeSequential,
+                    x.view(),
+                    out.view_mut(),
+                    Some(small.view_mut()),
+                ),
+                &["bad input", "workspace of 4", "it has 3"],
+            )
+        },
+    ));
+    t.push(GpuTest::new(
+        "reduce_empty_input_gives_zero_without_launch",
+        |gpu| {
+            let x = gpu.alloc::<f32>(0)?;
+            let mut out = gpu.alloc::<f32>(1)?;
+            let mut ws = gpu.alloc::<f32>(partials_len(gpu))?;
+            for v in LADDER {
+                gpu.poison(out.view_mut())?;
+                sum(gpu, v, x.view(), out.view_mut(), Some(ws.view_mut()))?;
+                gpu.sync()?;
+                let got = out.to_host()?[0];
+                if got.to_bits() != 0 {
+                    return Err(Error::Mismatch(format!(
+                        "{}: empty sum gave {got:e}, want 0",
+                        v.row_variant()
+                    )));
+                }
+            }
+            Ok(())
+        },
+    ));
+    t
+}

@@ -1,0 +1,41 @@
+//! softmax: FLOPs and the fewest bytes softmax must move, and each variant's modelled
+//! traffic.
+
+use rooflab_kernels::softmax::v01_three_kernels;
+
+use super::launch::Variant;
+use crate::cost::{Bytes, Cost, Flops};
+use crate::tensor::Dtype;
+
+/// One read of x, one write of y. FLOPs per element: max 1, sub+mul+exp 3, sum 1, scale 1.
+pub fn cost(dt: Dtype, rows: u64, cols: u64) -> Cost {
+    Cost::new(Flops(6 * rows * cols), dt.bytes(2 * rows * cols))
+}
+
+impl Variant {
+    /// Modelled DRAM traffic: v01 reads x three times (plus its 2 x rows statistics written
+    /// and read); the others are modelled at the minimum (their re-reads of a row hit cache
+    /// for the rows benched).
+    pub fn modelled(self, dt: Dtype, rows: u64, cols: u64) -> Cost {
+        let base = cost(dt, rows, cols);
+        match self {
+            Variant::V01ThreeKernels => base.with_modelled(
+                dt.bytes(v01_three_kernels::PASSES * rows * cols) + Bytes(4 * 4 * rows),
+            ),
+            _ => base,
+        }
+    }
+}
+
+#[cfg(test)]
+mod unit_tests {
+    use super::*;
+
+    #[test]
+    fn cost_model() {
+        assert_eq!(cost(Dtype::F32, 2, 3).min_bytes.0, 48);
+        let v01 = Variant::V01ThreeKernels.modelled(Dtype::F32, 16384, 4096);
+        let ratio = v01.modelled_bytes.0 as f64 / v01.min_bytes.0 as f64;
+        assert!((ratio - 2.0).abs() < 1e-3, "{ratio}");
+    }
+}

@@ -1,0 +1,31 @@
+//! Family `softmax` on the host: softmax over the last dimension of rows x cols, f32 or
+//! bf16, five variants and [`auto`], which picks one by row length.
+//!
+//! Numerical contract (see `kernels-gpu/src/softmax/mod.rs`): max-subtracted, safe for any
+//! finite input; -inf entries give 0; **a row entirely -inf gives all zeros** (NaN-free).
+//! Tolerances: exp is `ex2.approx` of `(x - max) log2 e` (~2^-22 relative plus the product's
+//! rounding, a few 1e-7 where exp is not negligible); the row sum is a per-thread chain of
+//! up to cols / 32 terms plus a tree, each step 2^-24: f32 rel = 4e-6 + 6e-8 * (cols/32 + 10)
+//! (cols = 4096: 1.2e-5), abs 1e-9 for outputs that underflow (ftz); bf16 rel 8e-3 (one
+//! final rounding, 2^-9) plus the f32 error, abs 1e-6.
+//!
+//! One file per concern: [`launch`] (the variants, their entries, launch geometry and the
+//! safe wrappers), [`reference`] (CPU reference), [`cost`] (FLOPs and bytes), [`bench`] (the
+//! bench cases), [`tests`] (the GPU correctness tests). The tensor types are in
+//! [`crate::tensor`].
+
+pub mod bench;
+pub mod cost;
+pub mod launch;
+pub mod reference;
+pub mod tests;
+
+pub use launch::{LADDER, Variant, auto, auto_choice, softmax};
+
+/// The family's entry in the registry (`ops::FAMILIES`).
+pub const FAMILY: super::Family = super::Family {
+    name: "softmax",
+    title: "Softmax",
+    cases: bench::cases,
+    tests: tests::tests,
+};

@@ -1,0 +1,208 @@
+//! softmax: the GPU correctness tests (every variant and `auto`, both dtypes, against the
+//! CPU reference at awkward shapes and inputs, and bad input), and the check the bench
+//! reuses.
+
+use rooflab_kernels::softmax::ROW_MAX_COLS;
+
+use super::launch::{LADDER, Variant, auto, softmax};
+use super::reference::softmax_ref;
+use crate::check::{compare_f32, random_f32, rng};
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+use crate::tensor::{Buf, Dtype, RowStats};
+use crate::testing::{GpuTest, expect_error};
+
+/// (rel, abs) tolerance for rows of `cols`; see the module header.
+pub fn tolerance(dt: Dtype, cols: usize) -> (f32, f32) {
+    let f32_rel = 4e-6 + 6e-8 * (cols as f32 / 32.0 + 10.0);
+    match dt {
+        Dtype::F32 => (f32_rel, 1e-9),
+        Dtype::Bf16 => (8e-3 + f32_rel, 1e-6),
+    }
+}
+
+/// Input patterns the checks use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pattern {
+    /// Uniform in [-8, 8).
+    Normal,
+    /// Uniform in [-1e4, 1e4): overflow without the max subtraction.
+    Huge,
+    /// Normal, with every 7th element -inf and row 1 (if any) entirely -inf.
+    NegInf,
+}
+
+pub fn make_input(dt: Dtype, rows: usize, cols: usize, p: Pattern, seed: u64) -> Vec<f32> {
+    let (lo, hi) = if p == Pattern::Huge {
+        (-1e4, 1e4)
+    } else {
+        (-8.0, 8.0)
+    };
+    let mut x: Vec<f32> = random_f32(&mut rng(seed), rows * cols, lo, hi)
+        .into_iter()
+        .map(|v| dt.quantize(v))
+        .collect();
+    if p == Pattern::NegInf {
+        for (i, v) in x.iter_mut().enumerate() {
+            if i % 7 == 3 || (i / cols.max(1)) == 1 {
+                *v = f32::NEG_INFINITY;
+            }
+        }
+    }
+    x
+}
+
+/// One correctness check: fresh input, poisoned output, every element compared.
+pub fn check(
+    gpu: &Gpu,
+    v: Option<Variant>,
+    dt: Dtype,
+    rows: usize,
+    cols: usize,
+    p: Pattern,
+    seed: u64,
+) -> Result<()> {
+    let h = make_input(dt, rows, cols, p, seed);
+    let x = Buf::upload(gpu, dt, &h)?;
+    let mut y = Buf::alloc(gpu, dt, rows * cols)?;
+    y.poison(gpu)?;
+    let ran = match v {
+        Some(v) => {
+            let mut st = RowStats::alloc(gpu, rows)?;
+            softmax(gpu, v, rows, cols, &x, &mut y, Some(&mut st))?;
+            v
+        }
+        None => auto(gpu, rows, cols, &x, &mut y)?,
+    };
+    gpu.sync()?;
+    let got = y.to_f32()?;
+    let want = softmax_ref(rows, cols, &h);
+    let (rel, abs) = tolerance(dt, cols);
+    let what = format!(
+        "{}{} {rows}x{cols} {p:?} seed={seed}",
+        if v.is_none() { "auto->" } else { "" },
+        ran.name(dt)
+    );
+    compare_f32(&what, &got, &want, rel, abs).map_err(Error::Mismatch)
+}
+
+/// (rows, cols): lengths 1, 2, 31, a 768 hidden size, 4097, 16384 (the on-chip limit) and
+/// 131072 (past it: v05 is checked to refuse it instead).
+pub const TEST_SHAPES: [(usize, usize); 8] = [
+    (3, 1),
+    (5, 2),
+    (33, 31),
+    (7, 128),
+    (19, 768),
+    (9, 4097),
+    (4, 16384),
+    (2, 131072),
+];
+
+/// The family's GPU tests: every variant and `auto` against the CPU reference, and bad
+/// input.
+pub fn tests(seed: u64) -> Vec<GpuTest> {
+    let mut t = Vec::new();
+    for dt in Dtype::ALL {
+        for v in LADDER {
+            t.push(GpuTest::new(
+                format!("{}_matches_cpu", v.name(dt)),
+                move |gpu| {
+                    for (i, &(rows, cols)) in
+                        crate::testing::matrices(&TEST_SHAPES).iter().enumerate()
+                    {
+                        if v == Variant::V05RowInRegisters && cols > ROW_MAX_COLS as usize {
+                            continue;
+                        }
+                        for p in [Pattern::Normal, Pattern::Huge, Pattern::NegInf] {
+                            check(gpu, Some(v), dt, rows, cols, p, seed + i as u64)?;
+                        }
+                    }
+                    Ok(())
+                },
+            ));
+        }
+        t.push(GpuTest::new(
+            format!("softmax_auto_{}_matches_cpu", dt.name()),
+            move |gpu| {
+                for (i, &(rows, cols)) in crate::testing::matrices(&TEST_SHAPES).iter().enumerate()
+                {
+                    check(gpu, None, dt, rows, cols, Pattern::NegInf, seed + i as u64)?;
+                }
+                Ok(())
+            },
+        ));
+    }
+    t.push(GpuTest::new("softmax_all_neg_inf_row_gives_zeros", |gpu| {
+        for dt in Dtype::ALL {
+            for v in LADDER {
+                let x = Buf::upload(gpu, dt, &[f32::NEG_INFINITY; 3 * 40])?;
+                let mut y = Buf::alloc(gpu, dt, 3 * 40)?;
+                y.poison(gpu)?;
+                let mut st = RowStats::alloc(gpu, 3)?;
+                softmax(gpu, v, 3, 40, &x, &mut y, Some(&mut st))?;
+                let got = y.to_f32()?;
+                if got.iter().any(|&g| g != 0.0) {
+                    return Err(Error::Mismatch(format!(
+                        "{}: all -inf row not all zeros",
+                        v.name(dt)
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }));
+    t.push(GpuTest::new(
+        "softmax_bad_input_is_refused_before_launch",
+        |gpu| {
+            let x = Buf::upload(gpu, Dtype::F32, &[1.0; 12])?;
+            let mut y = Buf::alloc(gpu, Dtype::F32, 12)?;
+            let mut yb = Buf::alloc(gpu, Dtype::Bf16, 12)?;
+            for v in LADDER {
+                let mut st = RowStats::alloc(gpu, 3)?;
+                expect_error(
+                    softmax(gpu, v, 4, 4, &x, &mut y, Some(&mut st)),
+                    &["x has 12", "16"],
+                )?;
+                expect_error(
+                    softmax(gpu, v, 3, 4, &x, &mut yb, Some(&mut st)),
+                    &["y is bf16"],
+                )?;
+                // Empty: defined, nothing launched.
+                let e = Buf::alloc(gpu, Dtype::F32, 0)?;
+                let mut ye = Buf::alloc(gpu, Dtype::F32, 0)?;
+                softmax(gpu, v, 0, 4, &e, &mut ye, Some(&mut st))?;
+            }
+            expect_error(
+                softmax(gpu, Variant::V01ThreeKernels, 3, 4, &x, &mut y, None),
+                &["RowStats"],
+            )?;
+            let long = Buf::alloc(gpu, Dtype::F32, 20000)?;
+            let mut yl = Buf::alloc(gpu, Dtype::F32, 20000)?;
+            expect_error(
+                softmax(
+                    gpu,
+                    Variant::V05RowInRegisters,
+                    1,
+                    20000,
+                    &long,
+                    &mut yl,
+                    None,
+                ),
+                &["20000", "16384", "auto"],
+            )
+        },
+    ));
+    t
+}
+
+#[cfg(test)]
+mod unit_tests {
+    use super::*;
+
+    #[test]
+    fn tolerance_at_4096() {
+        let (rel, _) = tolerance(Dtype::F32, 4096);
+        assert!(rel < 2e-5 && rel > 1e-5);
+    }
+}
