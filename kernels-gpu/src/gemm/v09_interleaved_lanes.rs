@@ -49,36 +49,7 @@ const _: () = assert!(
         && GEOMETRY.wn / GEOMETRY.wniter == 8 * GEOMETRY.tn
 );
 
-crate::kernel! {
+super::warp_tile_pipeline::two_stage_entry! {
     /// v09: v08's pipeline and `GEOMETRY`, lanes interleaved by [`lane_origin`].
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn gemm_v09_interleaved_lanes(
-        m: u32,
-        n: u32,
-        k: u32,
-        alpha: f32,
-        a: *const f32,
-        b: *const f32,
-        beta: f32,
-        c: *mut f32,
-    ) {
-        // SAFETY: the kernel's parameters, forwarded; the host launches it with
-        // GEOMETRY.threads threads and GEOMETRY.shared_bytes() of dynamic shared memory.
-        unsafe {
-            crate::gemm::warp_tile_pipeline::run::<
-                { GEOMETRY.bm as usize },
-                { GEOMETRY.bn as usize },
-                { GEOMETRY.lda as usize },
-                { GEOMETRY.threads as usize },
-                { GEOMETRY.wm as usize },
-                { GEOMETRY.wn as usize },
-                { GEOMETRY.wmiter as usize },
-                { GEOMETRY.wniter as usize },
-                { GEOMETRY.a_float4s_per_thread() as usize },
-                { GEOMETRY.b_float4s_per_thread() as usize },
-                { GEOMETRY.thread_rows() as usize },
-                { GEOMETRY.thread_cols() as usize },
-            >(m, n, k, alpha, a, b, beta, c, lane_origin)
-        }
-    }
+    gemm_v09_interleaved_lanes, GEOMETRY, lane_origin
 }

@@ -47,36 +47,7 @@ pub const BK: u32 = GEOMETRY.bk;
 pub const THREADS: u32 = GEOMETRY.threads;
 pub const SHARED_F32: u32 = GEOMETRY.shared_f32();
 
-crate::kernel! {
+super::warp_tile_pipeline::two_stage_entry! {
     /// v10: the two-stage pipeline at `GEOMETRY`, lanes mapped as in v07.
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn gemm_v10_warptile_64x64(
-        m: u32,
-        n: u32,
-        k: u32,
-        alpha: f32,
-        a: *const f32,
-        b: *const f32,
-        beta: f32,
-        c: *mut f32,
-    ) {
-        // SAFETY: the kernel's parameters, forwarded; the host launches it with
-        // GEOMETRY.threads threads and GEOMETRY.shared_bytes() of dynamic shared memory.
-        unsafe {
-            crate::gemm::warp_tile_pipeline::run::<
-                { GEOMETRY.bm as usize },
-                { GEOMETRY.bn as usize },
-                { GEOMETRY.lda as usize },
-                { GEOMETRY.threads as usize },
-                { GEOMETRY.wm as usize },
-                { GEOMETRY.wn as usize },
-                { GEOMETRY.wmiter as usize },
-                { GEOMETRY.wniter as usize },
-                { GEOMETRY.a_float4s_per_thread() as usize },
-                { GEOMETRY.b_float4s_per_thread() as usize },
-                { GEOMETRY.thread_rows() as usize },
-                { GEOMETRY.thread_cols() as usize },
-            >(m, n, k, alpha, a, b, beta, c, crate::gemm::v07_warptile::lane_origin)
-        }
-    }
+    gemm_v10_warptile_64x64, GEOMETRY, crate::gemm::v07_warptile::lane_origin
 }

@@ -283,17 +283,6 @@ mod unit_tests {
         }
     }
 
-    #[test]
-    fn entries_exist_in_the_ptx() {
-        let ptx = crate::ptx::BUILT[0].1;
-        for dt in Dtype::ALL {
-            for v in LADDER {
-                for k in v.kernels(dt) {
-                    assert!(ptx.contains(&format!(".entry {k}(")), "{k}");
-                }
-            }
-        }
-    }
 
     #[test]
     fn names_follow_the_stem() {

@@ -30,6 +30,50 @@ pub mod pipeline;
 #[cfg(target_arch = "nvptx64")]
 pub(crate) use pipeline::run;
 
+/// `two_stage_entry! { /// docs  NAME, GEOMETRY, LANE_ORIGIN }`: the kernel entry `NAME`
+/// (through `crate::kernel!`, with the gemm parameters) running [`pipeline::run`] with the
+/// geometry constant and the lane map it is given. Both are arguments: the macro takes
+/// nothing from the scope it is invoked in, it only spells out the const generic arguments
+/// that `GEOMETRY` determines.
+macro_rules! two_stage_entry {
+    ($(#[$doc:meta])* $name:ident, $g:ident, $lane_origin:path) => {
+        crate::kernel! {
+            $(#[$doc])*
+            #[allow(clippy::too_many_arguments)]
+            pub unsafe fn $name(
+                m: u32,
+                n: u32,
+                k: u32,
+                alpha: f32,
+                a: *const f32,
+                b: *const f32,
+                beta: f32,
+                c: *mut f32,
+            ) {
+                // SAFETY: the kernel's parameters, forwarded; the host launches it with
+                // the geometry's threads and shared_bytes() of dynamic shared memory.
+                unsafe {
+                    crate::gemm::warp_tile_pipeline::run::<
+                        { $g.bm as usize },
+                        { $g.bn as usize },
+                        { $g.lda as usize },
+                        { $g.threads as usize },
+                        { $g.wm as usize },
+                        { $g.wn as usize },
+                        { $g.wmiter as usize },
+                        { $g.wniter as usize },
+                        { $g.a_float4s_per_thread() as usize },
+                        { $g.b_float4s_per_thread() as usize },
+                        { $g.thread_rows() as usize },
+                        { $g.thread_cols() as usize },
+                    >(m, n, k, alpha, a, b, beta, c, $lane_origin)
+                }
+            }
+        }
+    };
+}
+pub(crate) use two_stage_entry;
+
 /// The sub-tile of the warp-tiled kernels (v07-v11): 4×8 lanes of 4×4 patches, so a
 /// warp's k step reads 4 distinct float4s of A and 8 consecutive of B per sub-tile.
 pub const SUB_M: usize = 16;
