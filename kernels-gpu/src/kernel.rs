@@ -23,12 +23,23 @@ use core::marker::PhantomData;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct KernelId {
     name: &'static str,
+    /// `module_path!()` where the entry is defined, e.g.
+    /// `rooflab_kernels::memory::v03_vectorized`: its family and variant file, by value.
+    module: &'static str,
 }
 
 impl KernelId {
     /// The PTX entry name, e.g. `memory_v03_vectorized_copy`.
     pub const fn name(self) -> &'static str {
         self.name
+    }
+    /// The family (folder) the entry is defined in, e.g. `memory`.
+    pub fn family(self) -> &'static str {
+        self.module.split("::").nth(1).unwrap_or("")
+    }
+    /// The stem of the variant file the entry is defined in, e.g. `v03_vectorized`.
+    pub fn stem(self) -> &'static str {
+        self.module.rsplit("::").next().unwrap_or("")
     }
 }
 
@@ -48,9 +59,9 @@ pub struct Kernel<A> {
 impl<A> Kernel<A> {
     /// Used by `kernel!`; `name` is `stringify!` of the entry's own identifier.
     #[doc(hidden)]
-    pub const fn __new(name: &'static str) -> Kernel<A> {
+    pub const fn __new(name: &'static str, module: &'static str) -> Kernel<A> {
         Kernel {
-            id: KernelId { name },
+            id: KernelId { name, module },
             _params: PhantomData,
         }
     }
@@ -59,6 +70,14 @@ impl<A> Kernel<A> {
     }
     pub const fn name(&self) -> &'static str {
         self.id.name
+    }
+    /// See [`KernelId::family`].
+    pub fn family(&self) -> &'static str {
+        self.id.family()
+    }
+    /// See [`KernelId::stem`].
+    pub fn stem(&self) -> &'static str {
+        self.id.stem()
     }
 }
 
@@ -108,6 +127,6 @@ macro_rules! kernel {
         #[cfg(not(target_arch = "nvptx64"))]
         #[allow(non_upper_case_globals)]
         pub const $name: $crate::kernel::Kernel<( $( $ty, )* )> =
-            $crate::kernel::Kernel::__new(stringify!($name));
+            $crate::kernel::Kernel::__new(stringify!($name), module_path!());
     };
 }

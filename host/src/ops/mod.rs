@@ -158,6 +158,16 @@ mod unit_tests {
                             c.name(),
                             k.kernel
                         );
+                        // One stem names a variant everywhere: the entry is
+                        // FAMILY_STEM[_op][_dtype], defined in FAMILY/STEM.rs.
+                        assert_eq!(k.kernel.family(), f.name, "{}", k.kernel);
+                        let prefix = [f.name, k.kernel.stem()].join("_");
+                        assert!(
+                            k.kernel.name().starts_with(&prefix),
+                            "{} is defined in {}.rs",
+                            k.kernel,
+                            k.kernel.stem()
+                        );
                         assert!(
                             k.block_threads > 0 && k.block_threads <= 1024,
                             "{}: {} threads",

@@ -112,12 +112,9 @@ impl FusedElem for u16 {
 }
 
 impl Variant {
+    /// The variant file's stem, e.g. `v02_coalesced`: where its kernels are defined.
     pub fn stem(self) -> &'static str {
-        match self {
-            Variant::V01Unfused => "v01_unfused",
-            Variant::V02Fused => "v02_fused",
-            Variant::V03FusedVectorized => "v03_fused_vectorized",
-        }
+        self.kernels(Dtype::F32)[0].stem()
     }
 
     /// The kernels this variant launches in `dt`, in order.

@@ -120,12 +120,9 @@ impl NormElem for u16 {
 }
 
 impl Variant {
+    /// The variant file's stem, e.g. `v02_fused_block`: where its kernels are defined.
     pub fn stem(self) -> &'static str {
-        match self {
-            Variant::V01TwoPass => "v01_two_pass",
-            Variant::V02FusedBlock => "v02_fused_block",
-            Variant::V03FusedVectorized => "v03_fused_vectorized",
-        }
+        self.kernels(Kind::LayerNorm, Dtype::F32)[0].stem()
     }
 
     /// The kernels this variant launches for `k` in `dt`, in order.

@@ -91,14 +91,9 @@ impl SoftmaxElem for u16 {
 }
 
 impl Variant {
+    /// The variant file's stem, e.g. `v02_coalesced`: where its kernels are defined.
     pub fn stem(self) -> &'static str {
-        match self {
-            Variant::V01ThreeKernels => "v01_three_kernels",
-            Variant::V02BlockPerRow => "v02_block_per_row",
-            Variant::V03Online => "v03_online",
-            Variant::V04WarpPerRow => "v04_warp_per_row",
-            Variant::V05RowInRegisters => "v05_row_in_registers",
-        }
+        self.kernels(Dtype::F32)[0].stem()
     }
 
     /// The kernels this variant launches in `dt`, in order.
