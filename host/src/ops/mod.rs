@@ -217,7 +217,8 @@ mod unit_tests {
                     .chars()
                     .take_while(|c| c.is_alphanumeric() || *c == '_')
                     .collect();
-                if !to.is_empty() && to != from {
+                let is_module = src.join(format!("{to}.rs")).exists() || src.join(&to).is_dir();
+                if is_module && to != from {
                     deps.insert(to);
                 }
             }
