@@ -218,7 +218,7 @@ mod unit_tests {
                     .take_while(|c| c.is_alphanumeric() || *c == '_')
                     .collect();
                 let is_module = src.join(format!("{to}.rs")).exists() || src.join(&to).is_dir();
-                if is_module && to != from {
+                if !to.is_empty() && is_module && to != from {
                     deps.insert(to);
                 }
             }
