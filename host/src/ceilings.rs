@@ -5,7 +5,9 @@
 //! their micro-benchmark in `kernels-gpu/src/ceilings/`. Each is shown beside the vendor
 //! figure for the device where one exists.
 
-use rooflab_kernels::ceilings::{empty_launch, fma_throughput, l2_read, smem_bandwidth};
+use rooflab_kernels::ceilings::{
+    empty_launch, fma_throughput, l2_read, mma_throughput, smem_bandwidth,
+};
 
 use crate::check::{random_f32, rng};
 use crate::cost::{Bytes, Flops, Precision};
@@ -160,6 +162,36 @@ pub fn measure(gpu: &Gpu, quick: bool, reps: Reps) -> Result<Ceilings> {
         &s,
         profile.map(|p| p.fp32_tflops * 1e3),
     ));
+    drop(out);
+
+    // BF16 tensor cores through mma.sync (m16n8k16, operands in registers). On Hopper this
+    // is not the chip's BF16 roof (wgmma is, with operands in shared memory; the datasheet
+    // peak stays the roof until a wgmma kernel measures it): a ceiling row, not a roof, that
+    // bounds what the mma.sync steps of `bf16_gemm` can reach.
+    let threads = sms * mma_throughput::BLOCKS_PER_SM as u64 * mma_throughput::BLOCK_THREADS as u64;
+    let mut out = gpu.alloc::<f32>(threads as usize)?;
+    let kernel = mma_throughput::ceilings_mma_throughput;
+    let cfg = LaunchConfig::for_threads(kernel.name(), threads, mma_throughput::BLOCK_THREADS)?;
+    let iters: u32 = if quick { 256 } else { 1024 };
+    // SAFETY: `out` holds one f32 per thread.
+    let s = Stats::from_samples(gpu.time(reps.warmup, reps.timed, |_| unsafe {
+        gpu.launch(kernel, cfg, (iters, out.view_mut()))
+    })?);
+    let warps = threads / 32;
+    let flops = Flops(warps * mma_throughput::FLOPS_PER_WARP_ITER * iters as u64);
+    let mut mma = row(
+        "BF16 tensor (mma.sync)",
+        format!(
+            "{kernel}, {} chains of mma.sync.m16n8k16 per warp",
+            mma_throughput::CHAINS
+        ),
+        flops.tflops(s.median_us) * 1e3,
+        "GFLOP/s",
+        &s,
+        profile.map(|p| p.bf16_tensor_tflops * 1e3),
+    );
+    mma.is_roof = false;
+    rows.push(mma);
     drop(out);
 
     // Launch overhead: LAUNCHES_PER_SAMPLE empty launches back to back per sample.

@@ -10,6 +10,7 @@
 //!   ptx/sm_XX.ptx      the PTX, for reading and for ncu/cuobjdump
 //!   ptxas-report.txt   `ptxas -v` output and the per-kernel table
 //!   ptxas.json         the same per kernel (registers, spills), for the bench's columns
+//!   sass-summary.txt   per kernel SASS counts (HMMA, FFMA, LDSM, LDGSTS, TMA, LDL/STL, BAR)
 //!   torch_peer.py      the PyTorch peer script for `--peer torch`
 //!   run-all            runs the tests (optionally under compute-sanitizer), then the bench
 //!   profile            one variant under Nsight Compute (`./profile --help`)
@@ -20,7 +21,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
-use crate::{deps, lab, ptxas, run_all, util};
+use crate::{deps, lab, ptxas, run_all, sass, util};
 
 /// The transfer limit is 64 MiB; keep a margin.
 const MAX_BUNDLE_BYTES: u64 = 60 * 1024 * 1024;
@@ -28,6 +29,7 @@ const MAX_BUNDLE_BYTES: u64 = 60 * 1024 * 1024;
 pub fn run() -> Result<()> {
     let cuda = deps::ensure_libcuda()?;
     let ptxas_path = deps::ensure_ptxas()?;
+    let nvdisasm = deps::ensure_nvdisasm()?;
 
     util::header("cargo build --release -p rooflab --bin rooflab-bench");
     let mut cmd = util::cargo(&cuda);
@@ -69,6 +71,12 @@ pub fn run() -> Result<()> {
         // Not fatal here (`cargo xtask test` is the gate), but worth knowing before shipping.
         util::note(&format!("ptxas: {p}"));
     }
+    util::header("SASS summary (nvdisasm)");
+    let sass_archs = sass::disassemble_all(&nvdisasm, &reports);
+    let sass_text = sass::write_outputs(&nvdisasm, &sass_archs)?;
+    for p in sass::problems(&sass_archs) {
+        util::note(&format!("sass: {p}"));
+    }
 
     util::header("assembling target/bundle/");
     let dir = util::target_dir().join("bundle");
@@ -93,6 +101,7 @@ pub fn run() -> Result<()> {
         ptxas::report_text(&ptxas_path, &reports),
     )?;
     fs::write(dir.join("ptxas.json"), ptxas::resources_json(&reports))?;
+    fs::write(dir.join("sass-summary.txt"), sass_text)?;
     fs::write(dir.join("run-all"), run_all::SCRIPT)?;
     set_executable(&dir.join("run-all"))?;
     fs::write(dir.join("profile"), lab::PROFILE_SCRIPT)?;

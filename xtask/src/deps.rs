@@ -4,7 +4,9 @@
 //!   package, downloaded with apt-get into a private folder (the system's apt configuration
 //!   and installed packages are not touched) and unpacked with `dpkg -x` (no scripts run);
 //! * `ptxas` (and `libdevice.10.bc`) from PyPI's `nvidia-cuda-nvcc-cu12` wheel, to assemble
-//!   the PTX offline and read registers and spills.
+//!   the PTX offline and read registers and spills;
+//! * `nvdisasm` from PyPI's `nvidia-cuda-nvdisasm` wheel, to read the SASS of those cubins
+//!   (which unit does the math, how data moves: see `sass.rs`).
 //!
 //! Downloads are cached in `${XDG_CACHE_HOME:-$HOME/.cache}/rooflab/` so that every clone on
 //! a machine shares them; the libcuda is then linked into `<workspace>/target/cuda-stub/lib64/`.
@@ -22,6 +24,13 @@ use crate::util::{self, link_or_copy, scratch_next_to};
 /// The wheel that carries ptxas; pinned so the `ptxas -v` report format does not drift.
 const NVCC_WHEEL: &str = "nvidia-cuda-nvcc-cu12==12.9.86";
 const NVCC_CACHE_NAME: &str = "cuda-nvcc-12.9.86";
+/// The wheel that carries nvdisasm; pinned so the SASS text format does not drift. (13.5
+/// disassembles the cubins of ptxas 12.9 for sm_80 and sm_90, with two harmless "Old format"
+/// warnings.)
+const NVDISASM_WHEEL: &str = "nvidia-cuda-nvdisasm==13.5.37";
+const NVDISASM_CACHE_NAME: &str = "cuda-nvdisasm-13.5.37";
+/// Where nvdisasm lies inside that wheel.
+const NVDISASM_MEMBER: &str = "nvidia/cu13/bin/nvdisasm";
 /// Where the Debian package comes from (override with `ROOFLAB_DEBIAN_MIRROR`).
 const DEBIAN_MIRROR: &str = "http://deb.debian.org/debian";
 const DEBIAN_SUITE: &str = "bookworm";
@@ -78,6 +87,14 @@ pub fn ensure_ptxas() -> Result<PathBuf> {
     Ok(cached_nvcc(false)?.join("bin").join("ptxas"))
 }
 
+/// Path of the `nvdisasm` executable (env `NVDISASM` overrides the cached one).
+pub fn ensure_nvdisasm() -> Result<PathBuf> {
+    if let Some(p) = env::var_os("NVDISASM").filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(p));
+    }
+    Ok(cached_nvdisasm(false)?.join("bin").join("nvdisasm"))
+}
+
 /// `libdevice.10.bc`, which came with ptxas (for kernels that call `__nv_*` math functions).
 pub fn libdevice() -> Result<PathBuf> {
     Ok(cached_nvcc(false)?
@@ -94,12 +111,15 @@ pub fn cmd_deps(refresh: bool) -> Result<()> {
             materialize_stub(&stub, &cached_libcuda(true)?)?;
         }
         cached_nvcc(true)?;
+        cached_nvdisasm(true)?;
     }
     let cuda = ensure_libcuda()?;
     let ptxas = ensure_ptxas()?;
+    let nvdisasm = ensure_nvdisasm()?;
     let libdevice = libdevice()?;
     println!("CUDA_LIBRARY_PATH  {}", cuda.display());
     println!("ptxas              {}", ptxas.display());
+    println!("nvdisasm           {}", nvdisasm.display());
     println!("libdevice          {}", libdevice.display());
     println!("download cache     {}", cache_dir()?.display());
     let runtime = if util::system_has_libcuda() {
@@ -224,6 +244,57 @@ fn cached_nvcc(refresh: bool) -> Result<PathBuf> {
 }
 
 fn download_nvcc(work: &Path) -> Result<PathBuf> {
+    let wheel = pip_download(work, NVCC_WHEEL)?;
+    // Only the two members we use (the whole wheel unpacks to several times its size).
+    let done = work.join("done");
+    unzip_members(
+        &wheel,
+        &done,
+        &[
+            ("nvidia/cuda_nvcc/bin/ptxas", "bin/ptxas"),
+            (
+                "nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc",
+                "nvvm/libdevice/libdevice.10.bc",
+            ),
+        ],
+    )?;
+    check_runs(&done.join("bin").join("ptxas"))?;
+    Ok(done)
+}
+
+/// The cached nvdisasm (`bin/nvdisasm`).
+fn cached_nvdisasm(refresh: bool) -> Result<PathBuf> {
+    let dir = cache_dir()?.join(NVDISASM_CACHE_NAME);
+    if dir.join("bin").join("nvdisasm").exists() && !refresh {
+        return Ok(dir);
+    }
+    util::header(&format!(
+        "fetching nvdisasm (PyPI {NVDISASM_WHEEL}, about 5 MB)"
+    ));
+    let work = scratch_next_to(&dir);
+    let _ = fs::remove_dir_all(&work);
+    let outcome = pip_download(&work, NVDISASM_WHEEL)
+        .and_then(|wheel| {
+            let done = work.join("done");
+            unzip_members(&wheel, &done, &[(NVDISASM_MEMBER, "bin/nvdisasm")])?;
+            check_runs(&done.join("bin").join("nvdisasm"))?;
+            Ok(done)
+        })
+        .and_then(|done| replace_dir(&done, &dir));
+    let _ = fs::remove_dir_all(&work);
+    outcome.map_err(|e| {
+        e.context(format!(
+            "could not get nvdisasm. By hand: `python3 -m pip download --no-deps {NVDISASM_WHEEL} -d DIR`, \
+             unzip the wheel and set NVDISASM=<unzipped>/{NVDISASM_MEMBER} \
+             (needs python3 with pip: `apt-get install python3-pip`); or install a CUDA toolkit \
+             and set NVDISASM to its nvdisasm"
+        ))
+    })?;
+    Ok(dir)
+}
+
+/// `pip download --no-deps SPEC` into `work/wheel/`; the wheel's path.
+fn pip_download(work: &Path, spec: &str) -> Result<PathBuf> {
     let wheels = work.join("wheel");
     fs::create_dir_all(&wheels)?;
     util::run_ok(
@@ -236,53 +307,53 @@ fn download_nvcc(work: &Path) -> Result<PathBuf> {
                 "--only-binary=:all:",
                 "--disable-pip-version-check",
             ])
-            .arg(NVCC_WHEEL)
+            .arg(spec)
             .arg("-d")
             .arg(&wheels),
     )
     .context("pip download failed")?;
-    let wheel = fs::read_dir(&wheels)?
+    fs::read_dir(&wheels)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .find(|p| p.extension().is_some_and(|x| x == "whl"))
-        .context("pip download produced no .whl")?;
-    // Only the two members we use (the whole wheel unpacks to several times its size).
-    let done = work.join("done");
+        .context("pip download produced no .whl")
+}
+
+/// Extracts `(member, relative destination)` pairs of a wheel (a zip) into `dest`.
+fn unzip_members(wheel: &Path, dest: &Path, members: &[(&str, &str)]) -> Result<()> {
     let script = r#"
 import os, shutil, sys, zipfile
-wheel, dest = sys.argv[1], sys.argv[2]
-members = {
-    "nvidia/cuda_nvcc/bin/ptxas": "bin/ptxas",
-    "nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc": "nvvm/libdevice/libdevice.10.bc",
-}
+wheel, dest, pairs = sys.argv[1], sys.argv[2], sys.argv[3:]
 with zipfile.ZipFile(wheel) as z:
-    for src, dst in members.items():
+    for src, dst in zip(pairs[0::2], pairs[1::2]):
         out = os.path.join(dest, dst)
         os.makedirs(os.path.dirname(out), exist_ok=True)
         with z.open(src) as f, open(out, "wb") as g:
             shutil.copyfileobj(f, g)
 "#;
-    util::run_ok(
-        Command::new("python3")
-            .arg("-c")
-            .arg(script)
-            .arg(&wheel)
-            .arg(&done),
-    )
-    .context("unpacking the wheel failed")?;
-    let ptxas = done.join("bin").join("ptxas");
+    let mut cmd = Command::new("python3");
+    cmd.arg("-c").arg(script).arg(wheel).arg(dest);
+    for (src, dst) in members {
+        cmd.arg(src).arg(dst);
+    }
+    util::run_ok(&mut cmd).context("unpacking the wheel failed")
+}
+
+/// Makes `exe` executable and checks that `exe --version` runs.
+fn check_runs(exe: &Path) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    fs::set_permissions(&ptxas, fs::Permissions::from_mode(0o755))?;
-    let out = Command::new(&ptxas)
+    fs::set_permissions(exe, fs::Permissions::from_mode(0o755))?;
+    let name = exe.file_name().unwrap_or_default().to_string_lossy();
+    let out = Command::new(exe)
         .arg("--version")
         .output()
-        .context("the downloaded ptxas does not run")?;
+        .with_context(|| format!("the downloaded {name} does not run"))?;
     if !out.status.success() {
         bail!(
-            "the downloaded ptxas does not run: {}",
+            "the downloaded {name} does not run: {}",
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    Ok(done)
+    Ok(())
 }
 
 /// `target/cuda-stub/lib64/libcuda.so{,.1}` from the cached file, swapped in whole.

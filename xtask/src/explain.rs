@@ -1,7 +1,8 @@
 //! `cargo xtask explain FAMILY/VARIANT`: everything about one variant on one screen, no GPU
 //! needed. The variant file's `//!` header and launch-geometry constants; the cost model and
 //! predicted floor (from `rooflab-bench --explain`); ptxas's registers, spills and shared
-//! memory with the occupancy they allow on sm_90; the PTX of the kernel's loops with the
+//! memory with the occupancy they allow on sm_90; the SASS instruction counts per arch
+//! (tensor cores, FFMA, ldmatrix, cp.async, TMA, local memory: see `sass.rs`); the PTX of the kernel's loops with the
 //! instructions that matter marked; and the last measured row when a bench.json is given.
 
 use std::fmt::Write as _;
@@ -10,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::{deps, lab, ptxas, util};
+use crate::{deps, lab, ptxas, sass, util};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -27,7 +28,7 @@ pub struct Args {
     pub results: Option<PathBuf>,
 }
 
-/// The instructions worth seeing in a memory-bound or reduction kernel, by opcode prefix.
+/// The instructions worth seeing (memory, reductions, tensor cores), by opcode prefix.
 pub const HIGHLIGHT: &[&str] = &[
     "ld.global.v4",
     "ld.global.nc",
@@ -38,6 +39,9 @@ pub const HIGHLIGHT: &[&str] = &[
     "barrier.sync",
     "shfl.sync",
     "cp.async",
+    "ldmatrix",
+    "mma",
+    "wgmma",
     "fma.rn",
     "atom",
     "red",
@@ -128,6 +132,14 @@ pub fn run(args: &Args) -> Result<u8> {
     let entry_prefix = format!("{family}_{variant}");
     let ptxas = deps::ensure_ptxas()?;
     let reports = ptxas::check_all(&ptxas)?;
+    // The SASS counts are a bonus here: without nvdisasm, say so and go on.
+    let sass_archs = match deps::ensure_nvdisasm() {
+        Ok(nvdisasm) => sass::disassemble_all(&nvdisasm, &reports),
+        Err(e) => {
+            util::note(&format!("no SASS counts: {e:#}"));
+            vec![]
+        }
+    };
     // Block size and dynamic shared memory of each kernel, as the host launches it at the
     // explained shape (`launch NAME block=.. dynamic_smem=..` lines of the cost text).
     let launches = launch_shapes(&cost_text);
@@ -168,6 +180,9 @@ pub fn run(args: &Args) -> Result<u8> {
             None => (None, 0),
         };
         println!("  {}", occupancy_text(f.registers, block, f.smem, dynamic));
+        for a in &sass_archs {
+            println!("  {}", sass_line(a, &f.name));
+        }
     }
 
     // PTX.
@@ -187,6 +202,15 @@ pub fn run(args: &Args) -> Result<u8> {
         print!("{}", measured_rows(p, &args.name)?);
     }
     Ok(0)
+}
+
+/// `SASS sm_90: 512 HMMA, 0 FFMA, 64 LDSM, ...` for one kernel, or why there is none.
+fn sass_line(a: &sass::ArchSass, kernel: &str) -> String {
+    match (a.function(kernel), &a.error) {
+        (Some(f), _) => format!("SASS {}: {}", a.arch, sass::brief(f)),
+        (None, Some(e)) => format!("SASS {}: none ({e})", a.arch),
+        (None, None) => format!("SASS {}: no function `{kernel}` in the cubin", a.arch),
+    }
 }
 
 /// The `vNN_*.rs` in `dir` whose stem is the longest prefix of `variant`.
@@ -373,7 +397,8 @@ fn occupancy_text(regs: Option<u64>, block: Option<u64>, static_smem: u64, dynam
     }
 }
 
-/// The body of `.entry name(` up to its closing brace.
+/// The body of `.entry name(` up to its closing brace (the one that closes its first `{`:
+/// inline asm brings `{`/`}` lines of its own).
 pub fn entry_body(ptx: &str, name: &str) -> Option<Vec<String>> {
     let lines: Vec<&str> = ptx.lines().collect();
     let start = lines.iter().position(|l| {
@@ -381,7 +406,21 @@ pub fn entry_body(ptx: &str, name: &str) -> Option<Vec<String>> {
             .nth(1)
             .is_some_and(|rest| rest.trim_end().trim_end_matches('(') == name)
     })?;
-    let end = (start..lines.len()).find(|&i| lines[i] == "}")?;
+    let mut depth = 0usize;
+    let mut opened = false;
+    let end = (start..lines.len()).find(|&i| {
+        for c in lines[i].split("//").next().unwrap_or("").chars() {
+            match c {
+                '{' => {
+                    depth += 1;
+                    opened = true;
+                }
+                '}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        opened && depth == 0
+    })?;
     Some(lines[start..=end].iter().map(|l| l.to_string()).collect())
 }
 
@@ -681,9 +720,24 @@ $L__BB0_2:                              // =>This Inner Loop Header: Depth=1
         assert!(highlighted(
             "\tcp.async.cg.shared.global [%r1], [%rd1], 16;"
         ));
+        assert!(highlighted(
+            "\tmma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%f1}, {%r1}, {%r2}, {%f1};"
+        ));
+        assert!(highlighted(
+            "\tldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r1, %r2, %r3, %r4}, [%r5];"
+        ));
         assert!(!highlighted("\tld.global.f32 \t%f1, [%rd1];"));
         assert!(!highlighted("\tready.f32 \t%f1;"));
         assert!(!highlighted("\tadd.f32 \t%f1, %f2, %f3;"));
         assert!(entry_body(PTX, "k_v01").is_none());
+    }
+
+    #[test]
+    fn inline_asm_braces_stay_in_the_body() {
+        let ptx = ".visible .entry k_demo(\n)\n{\n\t// begin inline asm\n\t{\n.reg .u64 g;\n}\n\t// end inline asm\n\tret;\n}\n.visible .entry k_next(\n)\n{\n}\n";
+        let body = entry_body(ptx, "k_demo").unwrap();
+        assert_eq!(body.len(), 10, "{body:?}");
+        assert_eq!(body.last().map(String::as_str), Some("}"));
+        assert_eq!(entry_body(ptx, "k_next").unwrap().len(), 4);
     }
 }

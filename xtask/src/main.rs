@@ -11,6 +11,7 @@ mod explain;
 mod lab;
 mod ptxas;
 mod run_all;
+mod sass;
 mod test;
 mod util;
 
@@ -32,13 +33,13 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Fetch what the build needs (a libcuda to link, ptxas) and print where it is.
+    /// Fetch what the build needs (a libcuda to link, ptxas, nvdisasm) and print where it is.
     Deps {
         /// Download again even if cached.
         #[arg(long)]
         refresh: bool,
     },
-    /// The full check CI runs: deps, build, ptxas (no spills), tests, clippy.
+    /// The full check CI runs: deps, build, ptxas (no spills), sass (tensor cores), tests, clippy.
     Test(test::Args),
     /// Build rooflab-bench (release) and run it; ARGS go to it (default `--out target/rooflab`).
     #[command(disable_help_flag = true)]

@@ -36,6 +36,9 @@ impl Function {
 pub struct ArchReport {
     pub arch: String,
     pub ptx: PathBuf,
+    /// The cubin ptxas wrote (`target/ptx/<arch>.cubin`, for nvdisasm); present when `error`
+    /// is `None`.
+    pub cubin: PathBuf,
     /// Why ptxas could not report on this PTX (missing file, ptxas error), if so.
     pub error: Option<String>,
     /// ptxas's own output, as it printed it.
@@ -59,20 +62,34 @@ fn arches() -> Result<Vec<String>> {
         .collect())
 }
 
-/// Runs ptxas on `target/ptx/<arch>.ptx` for every arch (written by host/build.rs).
+/// Runs ptxas on `target/ptx/<arch>.ptx` for every arch (written by host/build.rs), all
+/// arches at once, keeping each cubin as `target/ptx/<arch>.cubin`.
 pub fn check_all(ptxas: &Path) -> Result<Vec<ArchReport>> {
     let ptx_dir = util::target_dir().join("ptx");
-    Ok(arches()?
-        .into_iter()
-        .map(|arch| check_one(ptxas, &ptx_dir, arch))
-        .collect())
+    let arches = arches()?;
+    Ok(std::thread::scope(|s| {
+        let jobs: Vec<_> = arches
+            .into_iter()
+            .map(|arch| {
+                let ptx_dir = &ptx_dir;
+                s.spawn(move || check_one(ptxas, ptx_dir, arch))
+            })
+            .collect();
+        jobs.into_iter()
+            .map(|j| j.join().expect("ptxas thread panicked"))
+            .collect()
+    }))
 }
 
 fn check_one(ptxas: &Path, ptx_dir: &Path, arch: String) -> ArchReport {
     let ptx = ptx_dir.join(format!("{arch}.ptx"));
+    let cubin = ptx_dir.join(format!("{arch}.cubin"));
+    // An old cubin must not pass for this PTX's if ptxas fails now.
+    let _ = std::fs::remove_file(&cubin);
     let mut report = ArchReport {
         arch,
         ptx,
+        cubin,
         error: None,
         output: String::new(),
         functions: vec![],
@@ -88,7 +105,8 @@ fn check_one(ptxas: &Path, ptx_dir: &Path, arch: String) -> ArchReport {
         .arg(format!("-arch={}", report.arch))
         .arg("-v")
         .arg(&report.ptx)
-        .args(["-o", "/dev/null"])
+        .arg("-o")
+        .arg(&report.cubin)
         .output();
     match out {
         Err(e) => report.error = Some(format!("could not run {}: {e}", ptxas.display())),

@@ -1,10 +1,11 @@
 //! `cargo xtask test`: the project's whole check, as CI runs it.
 //!
-//! a. deps (libcuda to link, ptxas)   b. build everything (also builds the PTX)
-//! c. ptxas on the PTX: must assemble, no spills   d. `cargo test` (GPU tests say whether
-//! they ran)   e. clippy with warnings denied, on the workspace and on the device code
-//! (nvptx64).   Every step runs that can; the exit status
-//! says whether all passed.
+//! a. deps (libcuda to link, ptxas, nvdisasm)   b. build everything (also builds the PTX)
+//! c. ptxas on the PTX: must assemble, no spills   d. sass: nvdisasm on ptxas's cubins, a
+//! kernel whose PTX has `mma.sync` / `wgmma.mma_async` must have HMMA / HGMMA in its SASS
+//! (writes target/ptx/sass-summary.txt and sass.json)   e. `cargo test` (GPU tests say
+//! whether they ran)   f. clippy with warnings denied, on the workspace and on the device
+//! code (nvptx64).   Every step runs that can; the exit status says whether all passed.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -12,7 +13,7 @@ use std::process::{Command, ExitStatus};
 
 use anyhow::{Context, Result};
 
-use crate::{deps, ptxas, util};
+use crate::{deps, ptxas, sass, util};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -96,15 +97,21 @@ pub fn run(args: &Args) -> Result<bool> {
     let profile: &[&str] = if args.release { &["--release"] } else { &[] };
     let mut gpu_line = None;
 
-    util::header("[a] deps: libcuda (to link), ptxas");
+    util::header("[a] deps: libcuda (to link), ptxas, nvdisasm");
     let cuda = deps::ensure_libcuda();
     let ptxas_path = deps::ensure_ptxas();
-    let deps_result = match (&cuda, &ptxas_path) {
-        (Ok(c), Ok(p)) => {
-            eprintln!("CUDA_LIBRARY_PATH={}\nptxas={}", c.display(), p.display());
+    let nvdisasm_path = deps::ensure_nvdisasm();
+    let deps_result = match (&cuda, &ptxas_path, &nvdisasm_path) {
+        (Ok(c), Ok(p), Ok(n)) => {
+            eprintln!(
+                "CUDA_LIBRARY_PATH={}\nptxas={}\nnvdisasm={}",
+                c.display(),
+                p.display(),
+                n.display()
+            );
             Ok(())
         }
-        (Err(e), _) | (_, Err(e)) => Err(anyhow::anyhow!("{e:#}")),
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => Err(anyhow::anyhow!("{e:#}")),
     };
     steps.record("deps", deps_result);
 
@@ -124,18 +131,32 @@ pub fn run(args: &Args) -> Result<bool> {
     };
 
     const AFTER_BUILD: &str = "the build failed";
+    let mut reports = None;
     match (&ptxas_path, built) {
         (_, false) => steps.skip("ptxas", AFTER_BUILD),
         (Err(_), true) => steps.skip("ptxas", "no ptxas (see deps)"),
         (Ok(p), true) => {
             util::header("[c] ptxas -v on target/ptx/*.ptx (must assemble, no spills)");
-            steps.record("ptxas", ptxas_check(p));
+            let (result, r) = ptxas_check(p);
+            reports = r;
+            steps.record("ptxas", result);
+        }
+    }
+
+    match (&nvdisasm_path, &reports) {
+        (_, None) => steps.skip("sass", "no cubins (see ptxas)"),
+        (Err(_), Some(_)) => steps.skip("sass", "no nvdisasm (see deps)"),
+        (Ok(n), Some(r)) => {
+            util::header(
+                "[d] nvdisasm on the cubins (mma.sync -> HMMA, wgmma -> HGMMA): target/ptx/sass-summary.txt",
+            );
+            steps.record("sass", sass_check(n, r));
         }
     }
 
     match (&cuda, built) {
         (Ok(cuda), true) => {
-            util::header("[d] cargo test --workspace");
+            util::header("[e] cargo test --workspace");
             let mut cmd = util::cargo(cuda);
             cmd.args(["test", "--workspace"]).args(profile);
             util::add_runtime_libcuda(&mut cmd, cuda);
@@ -155,7 +176,7 @@ pub fn run(args: &Args) -> Result<bool> {
     if args.no_clippy {
         steps.skip("clippy", "--no-clippy");
     } else if let (Ok(cuda), true) = (&cuda, built) {
-        util::header("[e] cargo clippy --workspace --all-targets -- -D warnings");
+        util::header("[f] cargo clippy --workspace --all-targets -- -D warnings");
         let mut cmd = util::cargo(cuda);
         cmd.args([
             "clippy",
@@ -167,7 +188,7 @@ pub fn run(args: &Args) -> Result<bool> {
         ]);
         steps.record("clippy", util::run_ok(&mut cmd));
         util::header(
-            "[e] device code: cargo clippy -p rooflab-kernels --target nvptx64-nvidia-cuda -- -D warnings",
+            "[f] device code: cargo clippy -p rooflab-kernels --target nvptx64-nvidia-cuda -- -D warnings",
         );
         steps.record("clippy-device", clippy_device(cuda));
     } else {
@@ -177,7 +198,7 @@ pub fn run(args: &Args) -> Result<bool> {
     if args.sanitize {
         match (&cuda, built) {
             (Ok(cuda), true) if util::system_has_libcuda() => {
-                util::header("[f] compute-sanitizer on the GPU tests");
+                util::header("[g] compute-sanitizer on the GPU tests");
                 steps.record("sanitize", sanitize(cuda, profile));
             }
             (_, true) => steps.skip("sanitize", "no GPU driver here"),
@@ -212,7 +233,7 @@ pub fn run(args: &Args) -> Result<bool> {
     Ok(failed.is_empty())
 }
 
-/// Step f: each compute-sanitizer tool over the GPU test binary, with small shapes
+/// Step g: each compute-sanitizer tool over the GPU test binary, with small shapes
 /// (`ROOFLAB_SANITIZE=<tool>`) and without the deliberate-fault and multi-GB tests.
 fn sanitize(cuda: &Path, profile: &[&str]) -> Result<()> {
     let mut build = util::cargo(cuda);
@@ -352,14 +373,24 @@ fn which(name: &str) -> Option<PathBuf> {
     })
 }
 
-/// Step c: prints the table and fails on spills or ptxas errors.
-fn ptxas_check(ptxas: &Path) -> Result<()> {
-    let reports = ptxas::check_all(ptxas)?;
-    println!("{}", ptxas::table(&reports));
-    for w in ptxas::warnings(&reports) {
+/// Step c: prints the table and fails on spills or ptxas errors. The reports (with the
+/// cubins) go on to step d.
+fn ptxas_check(ptxas: &Path) -> (Result<()>, Option<Vec<ptxas::ArchReport>>) {
+    match ptxas::check_all(ptxas) {
+        Ok(reports) => {
+            let result = ptxas_verdict(&reports);
+            (result, Some(reports))
+        }
+        Err(e) => (Err(e), None),
+    }
+}
+
+fn ptxas_verdict(reports: &[ptxas::ArchReport]) -> Result<()> {
+    println!("{}", ptxas::table(reports));
+    for w in ptxas::warnings(reports) {
         util::note(&w);
     }
-    let problems = ptxas::problems(&reports);
+    let problems = ptxas::problems(reports);
     for r in reports.iter().filter(|r| r.error.is_some()) {
         // Show what ptxas said when it failed.
         eprint!("{}", r.output);
@@ -370,6 +401,44 @@ fn ptxas_check(ptxas: &Path) -> Result<()> {
     match problems.len() {
         0 => Ok(()),
         n => anyhow::bail!("{n} problem(s) in the PTX (listed above)"),
+    }
+}
+
+/// Step d: nvdisasm on each cubin; writes the summary files, prints the kernels that use the
+/// tensor cores (the whole table is in the file) and fails when a kernel's PTX asks for
+/// them and its SASS has none.
+fn sass_check(nvdisasm: &Path, reports: &[ptxas::ArchReport]) -> Result<()> {
+    let archs = sass::disassemble_all(nvdisasm, reports);
+    sass::write_outputs(nvdisasm, &archs)?;
+    let file = util::target_dir().join("ptx").join("sass-summary.txt");
+    for a in &archs {
+        let tensor: Vec<&sass::Function> = a
+            .functions
+            .iter()
+            .filter(|f| f.ops.keys().any(|op| op.ends_with("MMA")))
+            .collect();
+        let asking = a.ptx.iter().filter(|p| !p.expects.is_empty()).count();
+        eprintln!(
+            "{}: {} functions, {} with tensor-core instructions, {asking} whose PTX asks for them",
+            a.arch,
+            a.functions.len(),
+            tensor.len()
+        );
+        for f in tensor {
+            eprintln!("  {}: {}", f.name, sass::brief(f));
+        }
+    }
+    eprintln!("table: {}", file.display());
+    let problems = sass::problems(&archs);
+    for p in &problems {
+        eprintln!("  {}", util::bad(p));
+    }
+    match problems.len() {
+        0 => Ok(()),
+        n => anyhow::bail!(
+            "{n} problem(s) in the SASS (listed above and in {})",
+            file.display()
+        ),
     }
 }
 

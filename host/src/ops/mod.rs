@@ -33,6 +33,7 @@ registry![
     transpose,
     reduce,
     gemm,
+    bf16_gemm,
     fused_elementwise,
     softmax,
     norm

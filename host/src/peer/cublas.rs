@@ -1,4 +1,5 @@
-//! cuBLAS SGEMM as the gemm family's peer, loaded at run time.
+//! cuBLAS as the GEMM families' peer (SGEMM for `gemm`, GemmEx in BF16 for `bf16_gemm`),
+//! loaded at run time.
 //!
 //! libcublas is opened with `dlopen` (through `libloading`) so that rooflab neither links
 //! against it nor needs a CUDA toolkit at build time; a machine without it reports the peer
@@ -49,8 +50,39 @@ type SgemmFn = unsafe extern "C" fn(
     c_int,
 ) -> c_int;
 
-/// `CUBLAS_OP_N`.
+/// `cublasGemmEx`: types and compute type given as enums (cuBLAS v2 API).
+#[allow(clippy::upper_case_acronyms)]
+type GemmExFn = unsafe extern "C" fn(
+    Handle,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    *const c_void,
+    u64,
+    c_int,
+    c_int,
+    u64,
+    c_int,
+    c_int,
+    *const c_void,
+    u64,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+) -> c_int;
+
+/// `CUBLAS_OP_N`, `CUBLAS_OP_T`.
 const OP_N: c_int = 0;
+const OP_T: c_int = 1;
+/// `CUDA_R_16BF` (library_types.h).
+const CUDA_R_16BF: c_int = 14;
+/// `CUBLAS_COMPUTE_32F`: f32 accumulation (BF16 inputs then run on the tensor cores).
+const COMPUTE_32F: c_int = 68;
+/// `CUBLAS_GEMM_DEFAULT`: cuBLAS picks the kernel (its heuristics, as PyTorch's linear).
+const GEMM_DEFAULT: c_int = -1;
 /// `CUBLAS_DEFAULT_MATH`: plain fp32 FMA for SGEMM, no TF32 tensor cores.
 const DEFAULT_MATH: c_int = 0;
 
@@ -58,6 +90,7 @@ const DEFAULT_MATH: c_int = 0;
 pub struct Cublas {
     handle: Handle,
     sgemm: SgemmFn,
+    gemm_ex: GemmExFn,
     set_stream: SetStreamFn,
     destroy: DestroyFn,
     /// Which file was opened.
@@ -103,6 +136,9 @@ impl Cublas {
             let sgemm: SgemmFn = *lib
                 .get(b"cublasSgemm_v2\0")
                 .map_err(|_| sym("cublasSgemm_v2"))?;
+            let gemm_ex: GemmExFn = *lib
+                .get(b"cublasGemmEx\0")
+                .map_err(|_| sym("cublasGemmEx"))?;
             let mut handle = std::ptr::null_mut();
             let s = create(&mut handle);
             if s != 0 {
@@ -116,6 +152,7 @@ impl Cublas {
             Ok(Cublas {
                 handle,
                 sgemm,
+                gemm_ex,
                 set_stream,
                 destroy,
                 path: name.into(),
@@ -191,6 +228,86 @@ impl Cublas {
         };
         if s != 0 {
             return Err(Error::Other(format!("cublasSgemm failed with status {s}")));
+        }
+        Ok(())
+    }
+}
+
+impl Cublas {
+    /// `y = x·Wᵀ` as `torch.nn.functional.linear` does it (x M×K, W N×K, y M×N, all
+    /// row-major bf16, f32 accumulation) on `gpu`'s stream. Column-major, row-major y is
+    /// yᵀ (N×M, ld N) = W·xᵀ: W row-major is a K×N column-major matrix used transposed, x
+    /// row-major a K×M one used as is: `GemmEx(T, N, n, m, k, W (ld k), x (ld k), y (ld n))`,
+    /// cuBLAS's "TN" GEMM.
+    #[allow(clippy::too_many_arguments)]
+    pub fn linear_bf16(
+        &self,
+        gpu: &Gpu,
+        m: usize,
+        n: usize,
+        k: usize,
+        x: View<'_, u16>,
+        w: View<'_, u16>,
+        y: ViewMut<'_, u16>,
+    ) -> Result<()> {
+        let op = "cublasGemmEx (bf16)";
+        if x.len() != m * k || w.len() != n * k || y.len() != m * n {
+            return Err(Error::Shape {
+                op: op.into(),
+                what: format!(
+                    "x has {}, W {}, y {} elements for M={m} N={n} K={k}",
+                    x.len(),
+                    w.len(),
+                    y.len()
+                ),
+            });
+        }
+        let dim = |v: usize| -> Result<c_int> {
+            c_int::try_from(v).map_err(|_| Error::TooLarge {
+                op: op.into(),
+                what: "a matrix dimension".into(),
+                value: v as u64,
+                limit: c_int::MAX as u64,
+            })
+        };
+        let (mi, ni, ki) = (dim(m)?, dim(n)?, dim(k)?);
+        if m == 0 || n == 0 {
+            return Ok(());
+        }
+        let (alpha, beta) = (1.0f32, 0.0f32);
+        // SAFETY: the handle is live; the stream is the Gpu's; the views are live device
+        // arrays of the checked sizes in the current (primary) context; alpha and beta are
+        // f32 as COMPUTE_32F requires.
+        let s = unsafe {
+            let s = (self.set_stream)(self.handle, gpu.raw_stream());
+            if s != 0 {
+                s
+            } else {
+                (self.gemm_ex)(
+                    self.handle,
+                    OP_T,
+                    OP_N,
+                    ni,
+                    mi,
+                    ki,
+                    (&alpha as *const f32).cast(),
+                    w.device_addr(),
+                    CUDA_R_16BF,
+                    ki.max(1),
+                    x.device_addr(),
+                    CUDA_R_16BF,
+                    ki.max(1),
+                    (&beta as *const f32).cast(),
+                    y.device_addr(),
+                    CUDA_R_16BF,
+                    ni.max(1),
+                    COMPUTE_32F,
+                    GEMM_DEFAULT,
+                )
+            }
+        };
+        if s != 0 {
+            return Err(Error::Other(format!("cublasGemmEx failed with status {s}")));
         }
         Ok(())
     }

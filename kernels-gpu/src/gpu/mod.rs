@@ -16,6 +16,8 @@ pub mod async_copy;
 pub mod bf16;
 /// Block-wide reductions (max, sum) through warp shuffles and 32 f32 of shared memory.
 pub mod block;
+/// Tensor-core `mma.sync` (m16n8k16 bf16) and `ldmatrix` fragment loads (sm_80+).
+pub mod mma;
 /// Row tiles: a row held in registers, 16 slots a thread (one block per row).
 pub mod row;
 
