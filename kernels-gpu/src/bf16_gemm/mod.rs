@@ -44,6 +44,7 @@ pub mod v02_smem_ldmatrix;
 pub mod v03_cp_async_pipeline;
 pub mod v04_swizzled;
 pub mod v05_weight_streaming;
+pub mod v06_fragment_double_buffer;
 
 /// Shared-memory layout of v04: tiles of rows of 32 bf16 (64 bytes, four 16-byte chunks),
 /// unpadded, with chunk `c` of row `r` stored at chunk `c ^ ((r >> 1) & 3)` of that row.

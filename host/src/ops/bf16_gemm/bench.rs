@@ -1,12 +1,14 @@
 //! bf16_gemm: the bench cases, all with cuBLAS's BF16 GemmEx (`Cublas::linear_bf16`, the
 //! call behind torch's linear) as the peer:
 //!
-//! - the ladder (v01-v04) at 4096³ and 8192³ (`--quick`: 1024³ and 2048³; `--size S`: S³);
+//! - the ladder (the tensor-core steps v01-v04 and v06) at 4096³ and 8192³ (`--quick`: 1024³
+//!   and 2048³; `--size S`: S³);
 //! - the M sweep at N = K = 8192 (M = 1, 8, 64, 256, 1024, 4096, 8192; ladder
 //!   `sweep_n8192_k8192`) and the MLP projection 8×28672×8192 (ladder
-//!   `sweep_n28672_k8192`): at M ≤ `MAX_M` the weight-streaming step v05 beside the best
-//!   tensor-core step v04; at M = 64 all of v01-v04; above, v03 and v04 only (the run stays
-//!   within a few minutes). `--quick` keeps M = 1, 8 and 256.
+//!   `sweep_n28672_k8192`): at M ≤ `MAX_M` the weight-streaming step v05 beside the
+//!   tensor-core step v04 (and v06 at the MLP shape); at M = 64 all of v01-v04 and v06;
+//!   above, v03, v04 and v06 only (the run stays within a few minutes). `--quick` keeps
+//!   M = 1, 8 and 256.
 //!
 //! The rows of one shape share its inputs and CPU reference. PyTorch's own column is empty
 //! (`torch: None`): `host/peer/torch_peer.py` has no "linear" op; the cuBLAS column is the
@@ -179,10 +181,23 @@ pub fn sweep_steps(m: usize) -> Vec<Variant> {
     if m <= v05_rows {
         vec![V04Swizzled, V05WeightStreaming]
     } else if m <= 64 {
-        vec![V01MmaSync, V02SmemLdmatrix, V03CpAsyncPipeline, V04Swizzled]
+        vec![
+            V01MmaSync,
+            V02SmemLdmatrix,
+            V03CpAsyncPipeline,
+            V04Swizzled,
+            V06FragmentDoubleBuffer,
+        ]
     } else {
-        vec![V03CpAsyncPipeline, V04Swizzled]
+        vec![V03CpAsyncPipeline, V04Swizzled, V06FragmentDoubleBuffer]
     }
+}
+
+/// The steps at the MLP projection shape 8×28672×8192: the sweep's steps at M = 8 and v06.
+pub fn mlp_steps() -> Vec<Variant> {
+    let mut steps = sweep_steps(8);
+    steps.push(Variant::V06FragmentDoubleBuffer);
+    steps
 }
 
 /// Every bench shape of a run.
@@ -224,7 +239,7 @@ pub fn bench_shapes(quick: bool, size: Option<u64>) -> Vec<BenchShape> {
                 out.push(BenchShape {
                     ladder: MLP_NAME,
                     d: Dims::new(8, 28672, 8192),
-                    steps: sweep_steps(8),
+                    steps: mlp_steps(),
                 });
             }
             // Only the steps that take the shape (K multiples, v05's rows).
@@ -287,13 +302,13 @@ mod unit_tests {
         for v in LADDER {
             assert!(all.iter().any(|c| c.variant == v.row_variant()), "{v:?}");
         }
-        // The ladder at both cubes, v01..v04.
+        // The ladder at both cubes, v01..v04 and v06.
         for s in ["4096^3", "8192^3"] {
             let rows: Vec<_> = all
                 .iter()
                 .filter(|c| c.shape == s && c.ladder == LADDER_NAME)
                 .collect();
-            assert_eq!(rows.len(), 4, "{s}");
+            assert_eq!(rows.len(), 5, "{s}");
         }
         // The sweep: every M at N = K = 8192, each row with v04 (the best tensor-core step),
         // v05 exactly where M <= MAX_M.
@@ -316,10 +331,10 @@ mod unit_tests {
         }
         assert_eq!(Dims::new(8192, 8192, 8192).shape(), "8192^3");
         let mlp: Vec<_> = all.iter().filter(|c| c.ladder == MLP_NAME).collect();
-        assert_eq!(mlp.len(), 2);
+        assert_eq!(mlp.len(), 3);
         assert!(mlp.iter().all(|c| c.shape == "8×28672×8192"));
         // Short enough: a few dozen rows.
-        assert!(all.len() <= 30, "{} rows", all.len());
+        assert!(all.len() <= 36, "{} rows", all.len());
         // Quick: small cubes, a short sweep, no MLP shape.
         let quick = cases(true, None, 1);
         assert!(quick.iter().any(|c| c.shape == "1024^3"));
@@ -352,12 +367,8 @@ mod unit_tests {
                 assert_eq!(u.shared_bytes, v.geometry().shared_bytes);
                 assert!(c.torch.is_none());
                 assert!(c.cost.flops.0 > 0 && c.cost.min_bytes.0 > 0);
-                let want = if v == Variant::V05WeightStreaming {
-                    Precision::Fp32Simt
-                } else {
-                    Precision::Bf16Tensor
-                };
-                assert_eq!(c.cost.precision, want, "{}", c.variant);
+                // Every step multiplies on the tensor cores (v05 with x padded to 16 rows).
+                assert_eq!(c.cost.precision, Precision::Bf16Tensor, "{}", c.variant);
             }
         }
     }

@@ -4,6 +4,7 @@
 
 use rooflab_kernels::bf16_gemm::{
     v01_mma_sync, v02_smem_ldmatrix, v03_cp_async_pipeline, v04_swizzled, v05_weight_streaming,
+    v06_fragment_double_buffer,
 };
 
 use crate::bench::KernelUse;
@@ -11,8 +12,8 @@ use crate::cost::Precision;
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Kernel, LaunchConfig, View, ViewMut};
 
-/// The BF16 GEMM ladder: four tensor-core (mma.sync) steps for any M, and the
-/// weight-streaming step for small M.
+/// The BF16 GEMM ladder: tensor-core (mma.sync) steps for any M (v01-v04, v06), and the
+/// weight-streaming step for small M (v05).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Variant {
     V01MmaSync,
@@ -20,14 +21,16 @@ pub enum Variant {
     V03CpAsyncPipeline,
     V04Swizzled,
     V05WeightStreaming,
+    V06FragmentDoubleBuffer,
 }
 
-pub const LADDER: [Variant; 5] = [
+pub const LADDER: [Variant; 6] = [
     Variant::V01MmaSync,
     Variant::V02SmemLdmatrix,
     Variant::V03CpAsyncPipeline,
     Variant::V04Swizzled,
     Variant::V05WeightStreaming,
+    Variant::V06FragmentDoubleBuffer,
 ];
 
 /// Every bf16_gemm entry has the same parameters: `(m, n, k, x, w, y)`, bf16 as `u16`.
@@ -104,6 +107,9 @@ impl Variant {
             Variant::V03CpAsyncPipeline => v03_cp_async_pipeline::bf16_gemm_v03_cp_async_pipeline,
             Variant::V04Swizzled => v04_swizzled::bf16_gemm_v04_swizzled,
             Variant::V05WeightStreaming => v05_weight_streaming::bf16_gemm_v05_weight_streaming,
+            Variant::V06FragmentDoubleBuffer => {
+                v06_fragment_double_buffer::bf16_gemm_v06_fragment_double_buffer
+            }
         }
     }
 
@@ -127,16 +133,15 @@ impl Variant {
             Variant::V05WeightStreaming => {
                 geometry_of!(v05_weight_streaming, Some(v05_weight_streaming::MAX_M))
             }
+            Variant::V06FragmentDoubleBuffer => geometry_of!(v06_fragment_double_buffer, None),
         }
     }
 
-    /// What the FLOPs run on: the tensor cores (mma.sync on bf16, f32 accumulation) for
-    /// v01-v04; v05 multiplies on the CUDA cores in f32 (its bound is DRAM either way).
+    /// The precision the FLOPs are done in: every step multiplies on the tensor cores
+    /// (v05 too, with x padded to 16 rows), so BF16 tensor for all; v05 is memory-bound
+    /// on the weight bytes either way.
     pub fn precision(self) -> Precision {
-        match self {
-            Variant::V05WeightStreaming => Precision::Fp32Simt,
-            _ => Precision::Bf16Tensor,
-        }
+        Precision::Bf16Tensor
     }
 
     /// Whether this step takes the shape (K multiple, M limit), without the lengths.

@@ -96,7 +96,7 @@ fn dropped_k_tail(d: Dims, x: &[u16], w: &[u16], got: &[u16]) -> Option<(usize, 
     let f = |b: u16| bf16::from_bits(b).to_f64();
     [16usize, 32, 64, 128, 256]
         .into_iter()
-        .filter(|kb| d.k % kb != 0)
+        .filter(|kb| !d.k.is_multiple_of(*kb))
         .find_map(|kb| {
             let kt = d.k - d.k % kb;
             let verdicts = crate::check::par_map(d.m * d.n, |e| {
