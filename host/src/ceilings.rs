@@ -191,6 +191,12 @@ pub fn measure(gpu: &Gpu, quick: bool, reps: Reps) -> Result<Ceilings> {
         profile.map(|p| p.bf16_tensor_tflops * 1e3),
     );
     mma.is_roof = false;
+    let mma_ceiling = ComputeRoof {
+        precision: Precision::Bf16Tensor,
+        gflops: mma.value,
+        measured: true,
+        how: format!("mma.sync, {kernel}"),
+    };
     rows.push(mma);
     drop(out);
 
@@ -235,6 +241,7 @@ pub fn measure(gpu: &Gpu, quick: bool, reps: Reps) -> Result<Ceilings> {
         fp32_gflops,
         // The tensor-core roofs this run does not measure stay the datasheet's, marked so.
         compute: profile.map(|p| p.compute_roofs()).unwrap_or_default(),
+        instruction_ceilings: vec![mma_ceiling],
         launch_us: value("launch"),
         origin: format!("measured on {} in this run", gpu.info.name),
     };

@@ -151,6 +151,22 @@ pub fn roofline(path: &Path, rows: &[Row], roofs: &Roofs, title: &str) -> Result
         }
     }
 
+    // Measured ceilings of one instruction path (BF16 through mma.sync): dotted, not roofs.
+    for r in &roofs.instruction_ceilings {
+        let c = RGBColor(120, 0, 160);
+        let pts = vec![(AI_MIN, r.gflops), (AI_MAX, r.gflops)];
+        chart
+            .draw_series(DashedLineSeries::new(pts, 2, 4, c.stroke_width(1)))
+            .map_err(err)?
+            .label(format!(
+                "{} via {} {:.1} TFLOP/s (measured ceiling, not the roof)",
+                r.precision,
+                r.how.split(',').next().unwrap_or(""),
+                r.gflops / 1e3
+            ))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 4, y)], c.stroke_width(1)));
+    }
+
     // Each ladder (family, ladder, shape) joined in order, then its points, labelled.
     let families: Vec<&str> =
         rows.iter()
@@ -314,6 +330,7 @@ mod tests {
             smem_gbps: Some(30000.0),
             fp32_gflops: 60000.0,
             compute: vec![],
+            instruction_ceilings: vec![],
             launch_us: Some(3.0),
             origin: "test".into(),
         };

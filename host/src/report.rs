@@ -416,6 +416,7 @@ mod tests {
             smem_gbps: None,
             fp32_gflops: 1000.0,
             compute: vec![],
+            instruction_ceilings: vec![],
             launch_us: None,
             origin: "test".into(),
         };

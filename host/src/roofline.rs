@@ -204,6 +204,11 @@ pub struct Roofs {
     /// datasheet's (empty in runs made before precisions were recorded: FP32 only then).
     #[serde(default)]
     pub compute: Vec<ComputeRoof>,
+    /// Measured ceilings of one instruction path that are not the chip's roof for their
+    /// precision (BF16 through `mma.sync` on Hopper, where `wgmma` is the fast path): shown
+    /// beside the roofs, never used to judge a row.
+    #[serde(default)]
+    pub instruction_ceilings: Vec<ComputeRoof>,
     pub launch_us: Option<f64>,
     /// "measured on <device>" or "datasheet of <profile> (no GPU: predicted)".
     pub origin: String,
@@ -218,6 +223,7 @@ impl Roofs {
             smem_gbps: Some(p.smem_gbps()),
             fp32_gflops: p.fp32_tflops * 1e3,
             compute: p.compute_roofs(),
+            instruction_ceilings: vec![],
             launch_us: None,
             origin: format!(
                 "datasheet of {} (no GPU here: predicted, not measured)",
@@ -266,6 +272,14 @@ impl Roofs {
                 r.precision,
                 r.gflops / 1e3,
                 if r.measured { "" } else { " (datasheet)" }
+            ));
+        }
+        for c in &self.instruction_ceilings {
+            parts.push(format!(
+                "{} via {} {:.1} TFLOP/s (an instruction's ceiling, not the roof)",
+                c.precision,
+                c.how.split(',').next().unwrap_or(""),
+                c.gflops / 1e3
             ));
         }
         parts.join(", ")
@@ -384,6 +398,7 @@ mod tests {
             smem_gbps: None,
             fp32_gflops: 60_000.0,
             compute: vec![],
+            instruction_ceilings: vec![],
             launch_us: None,
             origin: "test".into(),
         }
@@ -421,6 +436,20 @@ mod tests {
             60_000.0
         );
         assert!(old.compute_roof(Precision::Bf16Tensor).is_none());
+        // An instruction's ceiling is shown, never used as the roof.
+        let mut c = r.clone();
+        c.instruction_ceilings.push(ComputeRoof {
+            precision: Precision::Bf16Tensor,
+            gflops: 630_000.0,
+            measured: true,
+            how: "mma.sync, k".into(),
+        });
+        assert!(
+            c.compute_summary()
+                .contains("BF16 tensor via mma.sync 630.0 TFLOP/s")
+        );
+        let big = Cost::new(Flops(1 << 40), Bytes(1 << 20)).with_precision(Precision::Bf16Tensor);
+        assert_eq!(Accounting::of(&big, &c).roof_gflops, 989_500.0);
         // A100 has no FP8 unit.
         assert!(
             profile_by_key("a100")
