@@ -194,6 +194,42 @@ pub fn roofline(path: &Path, rows: &[Row], roofs: &Roofs, title: &str) -> Result
             .draw_series(LineSeries::new(ladder, c.mix(0.5).stroke_width(1)))
             .map_err(err)?;
     }
+    // A sweep (a ladder named `sweep*`: one op at growing sizes) is one line across shapes,
+    // through the fastest row at each shape in order of intensity: where it crosses the
+    // ridge, the op turns from memory-bound to compute-bound.
+    let mut sweeps: Vec<(&str, &str)> = Vec::new();
+    for r in rows.iter().filter(|r| r.ladder.starts_with("sweep")) {
+        if !sweeps.contains(&(r.family.as_str(), r.ladder.as_str())) {
+            sweeps.push((r.family.as_str(), r.ladder.as_str()));
+        }
+    }
+    for (family, ladder) in sweeps {
+        let mut best: Vec<(f64, f64)> = Vec::new();
+        let mut shapes: Vec<&str> = Vec::new();
+        for r in rows
+            .iter()
+            .filter(|r| r.family == family && r.ladder == ladder)
+        {
+            if !shapes.contains(&r.shape.as_str()) {
+                shapes.push(&r.shape);
+            }
+        }
+        for s in shapes {
+            let top = rows
+                .iter()
+                .filter(|r| r.family == family && r.ladder == ladder && r.shape == s)
+                .filter_map(position)
+                .max_by(|a, b| a.1.total_cmp(&b.1));
+            best.extend(top);
+        }
+        best.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let c = colour(families.iter().position(|f| *f == family).unwrap_or(0));
+        chart
+            .draw_series(LineSeries::new(best, c.stroke_width(2)))
+            .map_err(err)?
+            .label(format!("{family} {ladder}: fastest step at each size"))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+    }
     // Labels of points in one column (same intensity) are spread apart in pixels, top to
     // bottom, so close points stay readable.
     // (column, -y for top-to-bottom order, row, point, label offset in pixels)
