@@ -6,7 +6,14 @@
 //! - `DIR/generated/roofline.svg`, `DIR/generated/bars-<family>.svg`;
 //! - in every `DIR/*.md`, and in `DIR/../README.md`, the text between
 //!   `<!-- rooflab:table NAME -->` and `<!-- /rooflab:table -->` is replaced by the table
-//!   `NAME` (a family, or `ceilings`).
+//!   `NAME` (a family, or `ceilings`);
+//! - and the text between `<!-- rooflab:value KEY -->` and `<!-- /rooflab:value -->` by one
+//!   figure of the run, so that prose quotes the run too: KEY is
+//!   `row;FAMILY/VARIANT;SHAPE;FIELD;DECIMALS` (FIELD: median_us, tflops, gbps, tbps,
+//!   pct_of_roof, pct_of_peer, peer_tflops, spread_pct, speedup_vs_v01) or
+//!   `ceiling;RESOURCE;FIELD;DECIMALS` (FIELD: value, value_k = value / 1000, pct_of_vendor).
+//!   The first row with that name and shape is taken (a ladder's row before a sweep row of
+//!   the same shape); a row the run does not have keeps the text an earlier run wrote.
 //!
 //! Every file states the run's date, device, driver and clocks, so a table is never read
 //! without knowing where it was measured. Nothing here is typed by hand.
@@ -22,6 +29,8 @@ use crate::roofline::Roofs;
 
 pub const MARK_OPEN: &str = "<!-- rooflab:table ";
 pub const MARK_CLOSE: &str = "<!-- /rooflab:table -->";
+pub const VALUE_OPEN: &str = "<!-- rooflab:value ";
+pub const VALUE_CLOSE: &str = "<!-- /rooflab:value -->";
 
 /// One line saying where and when the numbers come from.
 pub fn stamp(report: &Report) -> String {
@@ -217,6 +226,99 @@ pub fn fill_markers(text: &str, report: &Report) -> Result<String> {
         }
         out.push_str(MARK_CLOSE);
         rest = &body_start[close + MARK_CLOSE.len()..];
+    }
+    out.push_str(rest);
+    fill_values(&out, report)
+}
+
+/// The figure a `rooflab:value` KEY names in `report`: `Ok(None)` when the run has no such
+/// row or ceiling (the text stays), an error for a malformed key or an unknown field.
+fn value_of(report: &Report, key: &str) -> Result<Option<String>> {
+    let bad = |why: &str| Error::Other(format!("`{VALUE_OPEN}{key} -->`: {why}"));
+    let parts: Vec<&str> = key.split(';').map(str::trim).collect();
+    let digits = |s: &str| {
+        s.parse::<usize>()
+            .map_err(|_| bad("the last field is the decimals"))
+    };
+    let (v, d) = match parts.as_slice() {
+        ["row", name, shape, field, d] => {
+            let Some(r) = report
+                .rows
+                .iter()
+                .find(|r| r.name == *name && r.shape == *shape)
+            else {
+                return Ok(None);
+            };
+            let v = match *field {
+                "median_us" => r.median_us,
+                "tflops" => r.tflops,
+                "gbps" => r.gbps,
+                "tbps" => r.gbps.map(|g| g / 1e3),
+                "speedup_vs_v01" => r.speedup_vs_v01,
+                "pct_of_roof" => r.pct_of_roof,
+                "pct_of_peer" => r.pct_of_peer,
+                "spread_pct" => r.spread_pct,
+                "peer_tflops" => r.peer_median_us.map(|p| r.flops as f64 / (p * 1e6)),
+                _ => return Err(bad("unknown row field")),
+            };
+            (
+                v.ok_or_else(|| bad("the row has no such figure (not measured?)"))?,
+                digits(d)?,
+            )
+        }
+        ["ceiling", resource, field, d] => {
+            let Some(c) = report
+                .ceilings
+                .as_ref()
+                .and_then(|c| c.rows.iter().find(|r| r.resource == *resource))
+            else {
+                return Ok(None);
+            };
+            let v = match *field {
+                "value" => Some(c.value),
+                // GFLOP/s or GB/s in thousands: TFLOP/s, TB/s.
+                "value_k" => Some(c.value / 1e3),
+                "pct_of_vendor" => c.pct_of_vendor,
+                _ => return Err(bad("unknown ceiling field")),
+            };
+            (
+                v.ok_or_else(|| bad("the ceiling has no such figure"))?,
+                digits(d)?,
+            )
+        }
+        _ => {
+            return Err(bad(
+                "expected row;NAME;SHAPE;FIELD;DECIMALS or ceiling;RESOURCE;FIELD;DECIMALS",
+            ));
+        }
+    };
+    Ok(Some(format!("{v:.d$}")))
+}
+
+/// Replace the body of every `<!-- rooflab:value KEY -->` ... `<!-- /rooflab:value -->`.
+pub fn fill_values(text: &str, report: &Report) -> Result<String> {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find(VALUE_OPEN) {
+        let after = &rest[i + VALUE_OPEN.len()..];
+        let Some(end_key) = after.find("-->") else {
+            return Err(Error::Other(format!("unterminated `{VALUE_OPEN}` marker")));
+        };
+        let key = after[..end_key].trim();
+        let body = &after[end_key + 3..];
+        let Some(close) = body.find(VALUE_CLOSE) else {
+            return Err(Error::Other(format!(
+                "marker `{VALUE_OPEN}{key} -->` has no `{VALUE_CLOSE}`"
+            )));
+        };
+        out.push_str(&rest[..i]);
+        let _ = write!(out, "{VALUE_OPEN}{key} -->");
+        match value_of(report, key)? {
+            Some(v) => out.push_str(&v),
+            None => out.push_str(&body[..close]),
+        }
+        out.push_str(VALUE_CLOSE);
+        rest = &body[close + VALUE_CLOSE.len()..];
     }
     out.push_str(rest);
     Ok(out)
@@ -532,5 +634,43 @@ mod tests {
         assert!(t.contains("old"), "{t}");
         assert!(t.starts_with("a\n") && t.ends_with("\nz"));
         assert!(stamp(&r).starts_with("Predicted d UTC"));
+    }
+
+    #[test]
+    fn values_come_from_the_run() {
+        let r: Report = serde_json::from_str(
+            &std::fs::read_to_string(testdata().join("sample-bench.json")).unwrap(),
+        )
+        .unwrap();
+        // Inline figures: from the run, stale text replaced; a row the run lacks keeps its
+        // text; an unknown field is an error, not a silent blank.
+        let row = r.rows.iter().find(|x| x.median_us.is_some()).unwrap();
+        let key = format!("row;{};{};median_us;1", row.name, row.shape);
+        let text = format!("took <!-- rooflab:value {key} -->999<!-- /rooflab:value --> µs");
+        let filled = fill_values(&text, &r).unwrap();
+        assert_eq!(
+            filled,
+            format!(
+                "took <!-- rooflab:value {key} -->{:.1}<!-- /rooflab:value --> µs",
+                row.median_us.unwrap()
+            )
+        );
+        let absent = "<!-- rooflab:value row;nope/v01;1;tflops;0 -->7<!-- /rooflab:value -->";
+        assert_eq!(fill_values(absent, &r).unwrap(), absent);
+        let wrong = format!(
+            "<!-- rooflab:value row;{};{};speed;0 -->7<!-- /rooflab:value -->",
+            row.name, row.shape
+        );
+        assert!(fill_values(&wrong, &r).is_err());
+        assert!(fill_values("<!-- rooflab:value row;a -->1<!-- /rooflab:value -->", &r).is_err());
+        // Ceilings too.
+        let c = &r.ceilings.as_ref().unwrap().rows[0];
+        let key = format!("ceiling;{};value;0", c.resource);
+        let text = format!("<!-- rooflab:value {key} -->x<!-- /rooflab:value -->");
+        assert!(
+            fill_values(&text, &r)
+                .unwrap()
+                .contains(&format!("-->{:.0}<", c.value))
+        );
     }
 }
