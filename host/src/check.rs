@@ -136,6 +136,47 @@ fn scan(base: usize, got: &[f32], want: &[f32], rel: f32, abs: f32) -> (usize, V
     (count, bad)
 }
 
+/// Compare the values at the flat indices `idx` of a matrix `name` with `cols` columns
+/// against `want[t] ± bound[t]`; `got(e)` gives element `e` as f64 and as the text a failure
+/// shows. NaN or infinity never passes. Returns a message naming the first few bad elements
+/// and the count (the GEMM families' checks, full or sampled).
+pub fn compare_at(
+    what: &str,
+    name: &str,
+    cols: usize,
+    idx: &[usize],
+    want: &[f64],
+    bound: &[f64],
+    got: impl Fn(usize) -> (f64, String),
+) -> std::result::Result<(), String> {
+    let mut bad = Vec::new();
+    let mut count = 0usize;
+    for (t, &e) in idx.iter().enumerate() {
+        let (g, shown) = got(e);
+        if !(g.is_finite() && (g - want[t]).abs() <= bound[t]) {
+            count += 1;
+            if bad.len() < 5 {
+                bad.push(format!(
+                    "{name}[{}][{}] got {shown} want {:e} (bound {:.2e})",
+                    e / cols,
+                    e % cols,
+                    want[t],
+                    bound[t]
+                ));
+            }
+        }
+    }
+    if count == 0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what}: {count} of {} checked elements wrong; first: {}",
+            idx.len(),
+            bad.join(", ")
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -120,34 +120,10 @@ pub fn compare_bounded(
     want: &[f64],
     bound: &[f64],
 ) -> std::result::Result<(), String> {
-    let mut bad = Vec::new();
-    let mut count = 0usize;
-    for (t, &e) in idx.iter().enumerate() {
+    crate::check::compare_at(what, "y", d.n, idx, want, bound, |e| {
         let g = f(got[e]);
-        let ok = g.is_finite() && (g - want[t]).abs() <= bound[t];
-        if !ok {
-            count += 1;
-            if bad.len() < 5 {
-                bad.push(format!(
-                    "y[{}][{}] got {g:e} (bits {:#06x}) want {:e} (bound {:.2e})",
-                    e / d.n,
-                    e % d.n,
-                    got[e],
-                    want[t],
-                    bound[t]
-                ));
-            }
-        }
-    }
-    if count == 0 {
-        Ok(())
-    } else {
-        Err(format!(
-            "{what}: {count} of {} checked elements wrong; first: {}",
-            idx.len(),
-            bad.join(", ")
-        ))
-    }
+        (g, format!("{g:e} (bits {:#06x})", got[e]))
+    })
 }
 
 /// `n` bf16 bits of values uniform in [lo, hi), rounded to nearest even.

@@ -171,33 +171,9 @@ pub fn compare_bounded(
     want: &[f64],
     bound: &[f64],
 ) -> std::result::Result<(), String> {
-    let mut bad = Vec::new();
-    let mut count = 0usize;
-    for (t, &e) in idx.iter().enumerate() {
-        let g = got[e];
-        let ok = g.is_finite() && (g as f64 - want[t]).abs() <= bound[t];
-        if !ok {
-            count += 1;
-            if bad.len() < 5 {
-                bad.push(format!(
-                    "C[{}][{}] got {g:e} want {:e} (bound {:.2e})",
-                    e / d.n,
-                    e % d.n,
-                    want[t],
-                    bound[t]
-                ));
-            }
-        }
-    }
-    if count == 0 {
-        Ok(())
-    } else {
-        Err(format!(
-            "{what}: {count} of {} checked elements wrong; first: {}",
-            idx.len(),
-            bad.join(", ")
-        ))
-    }
+    crate::check::compare_at(what, "C", d.n, idx, want, bound, |e| {
+        (got[e] as f64, format!("{:e}", got[e]))
+    })
 }
 
 /// Elements checked when the full reference would be too slow: `n` random ones plus the
