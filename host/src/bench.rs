@@ -78,37 +78,6 @@ impl Case {
         format!("{}/{}", self.family, self.variant)
     }
 }
-/// The inputs of the shape being benchmarked, shared by the cases at that shape (every step
-/// of a ladder): made once per shape, and one shape at a time (the next one frees the
-/// previous buffers before it allocates its own).
-pub struct ShapeCache<K, T> {
-    slot: std::cell::RefCell<Option<(K, std::rc::Rc<T>)>>,
-}
-
-impl<K, T> Default for ShapeCache<K, T> {
-    fn default() -> Self {
-        ShapeCache {
-            slot: std::cell::RefCell::new(None),
-        }
-    }
-}
-
-impl<K: PartialEq, T> ShapeCache<K, T> {
-    /// The inputs for `key`, made by `make` unless they are the ones held.
-    pub fn get(&self, key: K, make: impl FnOnce() -> Result<T>) -> Result<std::rc::Rc<T>> {
-        let mut slot = self.slot.borrow_mut();
-        if let Some((k, x)) = slot.as_ref()
-            && *k == key
-        {
-            return Ok(x.clone());
-        }
-        *slot = None;
-        let x = std::rc::Rc::new(make()?);
-        *slot = Some((key, x.clone()));
-        Ok(x)
-    }
-}
-
 /// How many buffer sets to rotate through so that one pass over all of them is at least
 /// three times the L2: then no timed launch finds its inputs in cache.
 pub fn rotation_sets(bytes_per_set: u64, l2_bytes: u64) -> usize {

@@ -161,21 +161,6 @@ impl Cublas {
         }
     }
 
-    /// Run one cuBLAS call on `gpu`'s stream: set the stream, call, map the status.
-    ///
-    /// # Safety
-    /// `call` must be a cuBLAS call on this handle whose device operands are live arrays of
-    /// the sizes it is given, in the current (primary) context.
-    unsafe fn on_stream(&self, gpu: &Gpu, op: &str, call: impl FnOnce() -> c_int) -> Result<()> {
-        // SAFETY: the handle is live; the stream is the Gpu's, alive as long as `gpu`.
-        let s = unsafe { (self.set_stream)(self.handle, gpu.raw_stream()) };
-        let s = if s != 0 { s } else { call() };
-        if s != 0 {
-            return Err(Error::Other(format!("{op} failed with status {s}")));
-        }
-        Ok(())
-    }
-
     /// Row-major `C = alpha·A·B + beta·C` (A M×K, B K×N, C M×N) on `gpu`'s stream.
     /// cuBLAS is column-major: a row-major C is a column-major Cᵀ = Bᵀ·Aᵀ, so this calls
     /// `sgemm(N, N, n, m, k, B (ld n), A (ld k), C (ld n))`.
@@ -193,15 +178,36 @@ impl Cublas {
         c: ViewMut<'_, f32>,
     ) -> Result<()> {
         let op = "cublasSgemm";
-        let [mi, ni, ki] =
-            checked_dims(op, (m, n, k), [a.len(), b.len(), c.len()], ["A", "B", "C"])?;
+        if a.len() != m * k || b.len() != k * n || c.len() != m * n {
+            return Err(Error::Shape {
+                op: op.into(),
+                what: format!(
+                    "A has {}, B {}, C {} elements for M={m} N={n} K={k}",
+                    a.len(),
+                    b.len(),
+                    c.len()
+                ),
+            });
+        }
+        let dim = |v: usize| -> Result<c_int> {
+            c_int::try_from(v).map_err(|_| Error::TooLarge {
+                op: op.into(),
+                what: "a matrix dimension".into(),
+                value: v as u64,
+                limit: c_int::MAX as u64,
+            })
+        };
+        let (mi, ni, ki) = (dim(m)?, dim(n)?, dim(k)?);
         if m == 0 || n == 0 {
             return Ok(());
         }
-        // SAFETY: the views are live device arrays of the checked sizes in the current
-        // (primary) context.
-        unsafe {
-            self.on_stream(gpu, op, || {
+        // SAFETY: the handle is live; the stream is the Gpu's, alive as long as `gpu`; the
+        // views are live device arrays of the checked sizes in the current (primary) context.
+        let s = unsafe {
+            let s = (self.set_stream)(self.handle, gpu.raw_stream());
+            if s != 0 {
+                s
+            } else {
                 (self.sgemm)(
                     self.handle,
                     OP_N,
@@ -218,8 +224,12 @@ impl Cublas {
                     c.device_addr(),
                     ni.max(1),
                 )
-            })
+            }
+        };
+        if s != 0 {
+            return Err(Error::Other(format!("cublasSgemm failed with status {s}")));
         }
+        Ok(())
     }
 }
 
@@ -241,16 +251,38 @@ impl Cublas {
         y: ViewMut<'_, u16>,
     ) -> Result<()> {
         let op = "cublasGemmEx (bf16)";
-        let [mi, ni, ki] =
-            checked_dims(op, (m, n, k), [x.len(), w.len(), y.len()], ["x", "W", "y"])?;
+        if x.len() != m * k || w.len() != n * k || y.len() != m * n {
+            return Err(Error::Shape {
+                op: op.into(),
+                what: format!(
+                    "x has {}, W {}, y {} elements for M={m} N={n} K={k}",
+                    x.len(),
+                    w.len(),
+                    y.len()
+                ),
+            });
+        }
+        let dim = |v: usize| -> Result<c_int> {
+            c_int::try_from(v).map_err(|_| Error::TooLarge {
+                op: op.into(),
+                what: "a matrix dimension".into(),
+                value: v as u64,
+                limit: c_int::MAX as u64,
+            })
+        };
+        let (mi, ni, ki) = (dim(m)?, dim(n)?, dim(k)?);
         if m == 0 || n == 0 {
             return Ok(());
         }
         let (alpha, beta) = (1.0f32, 0.0f32);
-        // SAFETY: the views are live device arrays of the checked sizes in the current
-        // (primary) context; alpha and beta are f32 as COMPUTE_32F requires.
-        unsafe {
-            self.on_stream(gpu, op, || {
+        // SAFETY: the handle is live; the stream is the Gpu's; the views are live device
+        // arrays of the checked sizes in the current (primary) context; alpha and beta are
+        // f32 as COMPUTE_32F requires.
+        let s = unsafe {
+            let s = (self.set_stream)(self.handle, gpu.raw_stream());
+            if s != 0 {
+                s
+            } else {
                 (self.gemm_ex)(
                     self.handle,
                     OP_T,
@@ -272,50 +304,12 @@ impl Cublas {
                     COMPUTE_32F,
                     GEMM_DEFAULT,
                 )
-            })
+            }
+        };
+        if s != 0 {
+            return Err(Error::Other(format!("cublasGemmEx failed with status {s}")));
         }
-    }
-}
-
-/// The three sizes as cuBLAS's `int`s, after the operands' lengths (M·K, the second K·N = N·K,
-/// M·N) are checked against them
-/// (`names` says what the three operands are called in the message).
-fn checked_dims(
-    op: &str,
-    (m, n, k): (usize, usize, usize),
-    lens: [usize; 3],
-    names: [&str; 3],
-) -> Result<[c_int; 3]> {
-    if lens != [m * k, n * k, m * n] {
-        return Err(Error::Shape {
-            op: op.into(),
-            what: format!(
-                "{} has {}, {} {}, {} {} elements for M={m} N={n} K={k}",
-                names[0], lens[0], names[1], lens[1], names[2], lens[2]
-            ),
-        });
-    }
-    let dim = |v: usize| -> Result<c_int> {
-        c_int::try_from(v).map_err(|_| Error::TooLarge {
-            op: op.into(),
-            what: "a matrix dimension".into(),
-            value: v as u64,
-            limit: c_int::MAX as u64,
-        })
-    };
-    Ok([dim(m)?, dim(n)?, dim(k)?])
-}
-
-/// cuBLAS for a whole bench run: loaded on first use, then shared by every case (or why it
-/// could not be loaded, for the peer column).
-#[derive(Default)]
-pub struct SharedCublas(std::cell::OnceCell<std::rc::Rc<std::result::Result<Cublas, String>>>);
-
-impl SharedCublas {
-    pub fn get(&self) -> std::rc::Rc<std::result::Result<Cublas, String>> {
-        self.0
-            .get_or_init(|| std::rc::Rc::new(Cublas::load()))
-            .clone()
+        Ok(())
     }
 }
 

@@ -14,17 +14,18 @@
 //! (`torch: None`): `host/peer/torch_peer.py` has no "linear" op; the cuBLAS column is the
 //! same library call torch's `linear` makes.
 
+use std::cell::{OnceCell, RefCell};
 use std::rc::Rc;
 
 use super::cost::bf16_gemm_cost;
 use super::launch::{Dims, LADDER, Variant, linear};
 use super::reference::{Reference, random_bf16};
-use crate::bench::{Case, Peer, ShapeCache, Workload, rotation_sets};
+use crate::bench::{Case, Peer, Workload, rotation_sets};
 use crate::check::rng;
 use crate::error::{Error, Result};
 use crate::gpu::{DeviceArray, Gpu};
 use crate::ops::gemm::bench::MAX_BENCH_DIM;
-use crate::peer::cublas::{Cublas, SharedCublas};
+use crate::peer::cublas::Cublas;
 use crate::tensor::POISON_BF16_BITS;
 
 /// The ladder rows' ladder name (the square shapes).
@@ -66,20 +67,28 @@ impl ShapeInputs {
     }
 }
 
-/// What the cases of one bench run share: the inputs of the shape being run and cuBLAS.
+/// What the cases of one bench run share: the inputs of the shape being run (one at a
+/// time: the next shape replaces them) and cuBLAS, loaded once.
 #[derive(Default)]
 struct Shared {
-    inputs: ShapeCache<(Dims, usize), ShapeInputs>,
-    cublas: SharedCublas,
+    inputs: RefCell<Option<Rc<ShapeInputs>>>,
+    cublas: OnceCell<Rc<std::result::Result<Cublas, String>>>,
 }
 
 impl Shared {
     fn inputs(&self, gpu: &Gpu, d: Dims, sets: usize, seed: u64) -> Result<Rc<ShapeInputs>> {
-        self.inputs
-            .get((d, sets), || ShapeInputs::new(gpu, d, sets, seed))
+        let mut slot = self.inputs.borrow_mut();
+        if let Some(x) = slot.as_ref().filter(|x| x.d == d && x.sets.len() == sets) {
+            return Ok(x.clone());
+        }
+        // Free the previous shape's buffers before allocating the next.
+        *slot = None;
+        let x = Rc::new(ShapeInputs::new(gpu, d, sets, seed)?);
+        *slot = Some(x.clone());
+        Ok(x)
     }
     fn cublas(&self) -> Rc<std::result::Result<Cublas, String>> {
-        self.cublas.get()
+        self.cublas.get_or_init(|| Rc::new(Cublas::load())).clone()
     }
 }
 

@@ -1,16 +1,17 @@
 //! gemm: the bench cases (the ladder at each shape, with cuBLAS SGEMM as the peer). The
 //! rows of one shape share its inputs and its CPU reference.
 
+use std::cell::{OnceCell, RefCell};
 use std::rc::Rc;
 
 use super::cost::gemm_cost;
 use super::launch::{Dims, LADDER, Variant, sgemm};
 use super::reference::Reference;
-use crate::bench::{Case, Peer, ShapeCache, Workload, rotation_sets};
+use crate::bench::{Case, Peer, Workload, rotation_sets};
 use crate::check::{random_f32, rng};
 use crate::error::{Error, Result};
 use crate::gpu::{DeviceArray, Gpu};
-use crate::peer::cublas::{Cublas, SharedCublas};
+use crate::peer::cublas::Cublas;
 
 /// The inputs of one bench shape, shared by every variant's row at that shape: A and B are
 /// drawn, uploaded and the CPU reference computed once (at 8192³ that is seconds of host
@@ -41,20 +42,28 @@ impl ShapeInputs {
     }
 }
 
-/// What the cases of one bench run share: the inputs of the shape being run and cuBLAS.
+/// What the cases of one bench run share: the inputs of the shape being run (one at a
+/// time: the next shape replaces them) and cuBLAS, loaded once.
 #[derive(Default)]
 struct Shared {
-    inputs: ShapeCache<(Dims, usize), ShapeInputs>,
-    cublas: SharedCublas,
+    inputs: RefCell<Option<Rc<ShapeInputs>>>,
+    cublas: OnceCell<Rc<std::result::Result<Cublas, String>>>,
 }
 
 impl Shared {
     fn inputs(&self, gpu: &Gpu, d: Dims, sets: usize, seed: u64) -> Result<Rc<ShapeInputs>> {
-        self.inputs
-            .get((d, sets), || ShapeInputs::new(gpu, d, sets, seed))
+        let mut slot = self.inputs.borrow_mut();
+        if let Some(x) = slot.as_ref().filter(|x| x.d == d && x.sets.len() == sets) {
+            return Ok(x.clone());
+        }
+        // Free the previous shape's buffers before allocating the next.
+        *slot = None;
+        let x = Rc::new(ShapeInputs::new(gpu, d, sets, seed)?);
+        *slot = Some(x.clone());
+        Ok(x)
     }
     fn cublas(&self) -> Rc<std::result::Result<Cublas, String>> {
-        self.cublas.get()
+        self.cublas.get_or_init(|| Rc::new(Cublas::load())).clone()
     }
 }
 
