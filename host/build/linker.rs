@@ -11,8 +11,53 @@ use std::process::Command;
 pub const MODE_VAR: &str = "ROOFLAB_PTX_LINKER";
 /// Where `llvm-link`, `opt` and `llc` live (the `llvm-tools` component).
 pub const TOOLS_VAR: &str = "ROOFLAB_LLVM_TOOLS";
-/// PTX ISA the PTX declares. 7.8 is what sm_90 needs at least and CUDA 12.0 drivers accept.
-const PTX_ISA: &str = "+ptx78";
+/// PTX ISA the PTX declares: 7.8 is what sm_90 needs at least (CUDA 11.8 drivers accept it);
+/// the arch-specific sm_90a (wgmma, setmaxnreg, `cp.async.bulk.tensor`) needs 8.0 (CUDA 12.0).
+fn ptx_isa(cpu: &str) -> &'static str {
+    if cpu.ends_with('a') { "+ptx80" } else { "+ptx78" }
+}
+
+/// The marker a kernel body leaves in its PTX (through `gpu::launch_bounds`, an inline-asm
+/// comment) to ask for `.maxntid THREADS, 1, 1` and `.minnctapersm BLOCKS`, which rustc has no
+/// attribute for (CUDA C++ writes `__launch_bounds__(THREADS, BLOCKS)`). ptxas then caps the
+/// registers so that BLOCKS blocks of THREADS fit, and `setmaxnreg` takes effect.
+pub const LAUNCH_BOUNDS_MARKER: &str = "// rooflab:launch_bounds ";
+
+/// Puts the directives each marker asks for in front of its entry's body. Errors on a marker
+/// that is malformed or outside any entry.
+pub fn apply_launch_bounds(ptx: &str) -> Result<String, String> {
+    let lines: Vec<&str> = ptx.lines().collect();
+    let mut out: Vec<String> = Vec::with_capacity(lines.len() + 8);
+    // Index in `out` of the current entry's opening `{` line.
+    let mut body_open: Option<usize> = None;
+    let mut in_entry_header = false;
+    for line in lines {
+        let t = line.trim();
+        if t.starts_with(".visible .entry") || t.starts_with(".entry") {
+            in_entry_header = true;
+            body_open = None;
+        } else if in_entry_header && t == "{" {
+            in_entry_header = false;
+            body_open = Some(out.len());
+        }
+        if let Some(rest) = t.strip_prefix(LAUNCH_BOUNDS_MARKER.trim_start()) {
+            let nums: Vec<u32> = rest.split_whitespace().map(|n| n.parse::<u32>()).collect::<Result<_, _>>()
+                .map_err(|_| format!("malformed launch-bounds marker: {t}"))?;
+            let (&[threads, blocks], Some(open)) = (nums.as_slice(), body_open) else {
+                return Err(format!("launch-bounds marker outside an entry or malformed: {t}"));
+            };
+            let directives = format!(".maxntid {threads}, 1, 1\n.minnctapersm {blocks}");
+            if !out[..open].iter().rev().take(2).any(|l| l.starts_with(".maxntid")) {
+                out.insert(open, directives);
+                body_open = Some(open + 1);
+            }
+        }
+        out.push(line.to_owned());
+    }
+    let mut s = out.join("\n");
+    s.push('\n');
+    Ok(s)
+}
 
 /// `$(rustc --print sysroot)/lib/rustlib/<host>/bin`, checked to hold the three tools.
 pub fn llvm_tools_dir() -> Result<PathBuf, String> {
@@ -105,9 +150,12 @@ pub fn link(args: Vec<String>) -> Result<(), String> {
     run(Command::new(tools.join("llc"))
         .args(["-O3", "-mtriple=nvptx64-nvidia-cuda"])
         .arg(format!("-mcpu={cpu}"))
-        .arg(format!("-mattr={PTX_ISA}"))
+        .arg(format!("-mattr={}", ptx_isa(&cpu)))
         .arg(&optimized)
         .arg("-o")
         .arg(&output))?;
+    let ptx = std::fs::read_to_string(&output).map_err(|e| format!("{}: {e}", output.display()))?;
+    let bounded = apply_launch_bounds(&ptx)?;
+    std::fs::write(&output, bounded).map_err(|e| format!("{}: {e}", output.display()))?;
     Ok(())
 }

@@ -122,6 +122,7 @@ pub(crate) fn run_case_row(case: &Case) -> Row {
         predicted_speedup_vs_v01: None,
         correct: false,
         error: None,
+        unavailable: None,
         peer: None,
         peer_median_us: None,
         pct_of_peer: None,
@@ -138,6 +139,23 @@ pub type PeerCache = std::collections::HashMap<String, f64>;
 pub fn run_case(gpu: &Gpu, case: &Case, reps: Reps, peers: &mut PeerCache) -> (Row, Option<Error>) {
     let started = std::time::Instant::now();
     let mut row = run_case_row(case);
+    // A step built only for another architecture is listed, not failed.
+    if let Some(e) = case
+        .kernels
+        .iter()
+        .find_map(|k| gpu.available(k.kernel).err())
+    {
+        match e {
+            Error::Unavailable { .. } => {
+                row.unavailable = Some(e.to_string());
+                return (row, None);
+            }
+            e => {
+                row.error = Some(e.to_string());
+                return (row, Some(e));
+            }
+        }
+    }
     let result = (|| -> Result<Stats> {
         let mut w = (case.prepare)(gpu)?;
         w.check(gpu)?;

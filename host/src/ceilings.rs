@@ -6,7 +6,7 @@
 //! figure for the device where one exists.
 
 use rooflab_kernels::ceilings::{
-    empty_launch, fma_throughput, l2_read, mma_throughput, smem_bandwidth,
+    empty_launch, fma_throughput, l2_read, mma_throughput, smem_bandwidth, wgmma_throughput,
 };
 
 use crate::check::{random_f32, rng};
@@ -200,6 +200,45 @@ pub fn measure(gpu: &Gpu, quick: bool, reps: Reps) -> Result<Ceilings> {
     rows.push(mma);
     drop(out);
 
+    // BF16 tensor cores through wgmma (m64n256k16 from shared memory): the chip's BF16 roof,
+    // measured, where the GPU can load sm_90a PTX; elsewhere the datasheet figure stays.
+    let kernel = wgmma_throughput::ceilings_wgmma_throughput;
+    let wgmma_roof = match gpu.available(kernel) {
+        Ok(()) => {
+            let threads =
+                sms * wgmma_throughput::BLOCKS_PER_SM as u64 * wgmma_throughput::BLOCK_THREADS as u64;
+            let mut out = gpu.alloc::<f32>(threads as usize)?;
+            let cfg = LaunchConfig::for_threads(kernel.name(), threads, wgmma_throughput::BLOCK_THREADS)?;
+            let cfg = LaunchConfig { shared_bytes: wgmma_throughput::SHARED_BYTES, ..cfg };
+            let iters: u32 = if quick { 256 } else { 2048 };
+            // SAFETY: `out` holds one f32 per thread; the block gets the shared memory the
+            // kernel's tiles need.
+            let s = Stats::from_samples(gpu.time(reps.warmup, reps.timed, |_| unsafe {
+                gpu.launch(kernel, cfg, (iters, out.view_mut()))
+            })?);
+            let warpgroups = threads / 128;
+            let flops =
+                Flops(warpgroups * wgmma_throughput::FLOPS_PER_WARPGROUP_ITER * iters as u64);
+            let r = row(
+                "BF16 tensor (wgmma)",
+                format!("{kernel}, wgmma.m64n256k16 on resident tiles, {} warpgroups/SM", wgmma_throughput::WARPGROUPS),
+                flops.tflops(s.median_us) * 1e3,
+                "GFLOP/s",
+                &s,
+                profile.map(|p| p.bf16_tensor_tflops * 1e3),
+            );
+            let roof = ComputeRoof {
+                precision: Precision::Bf16Tensor,
+                gflops: r.value,
+                measured: true,
+                how: format!("wgmma, {kernel}"),
+            };
+            rows.push(r);
+            Some(roof)
+        }
+        Err(_) => None,
+    };
+
     // Launch overhead: LAUNCHES_PER_SAMPLE empty launches back to back per sample.
     let kernel = empty_launch::ceilings_empty_launch;
     let cfg = LaunchConfig::for_threads(
@@ -245,6 +284,9 @@ pub fn measure(gpu: &Gpu, quick: bool, reps: Reps) -> Result<Ceilings> {
         launch_us: value("launch"),
         origin: format!("measured on {} in this run", gpu.info.name),
     };
+    if let Some(r) = wgmma_roof {
+        roofs.set_measured(r);
+    }
     roofs.set_measured(ComputeRoof {
         precision: Precision::Fp32Simt,
         gflops: fp32_gflops,

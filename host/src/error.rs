@@ -44,6 +44,18 @@ pub enum Error {
     )]
     MissingKernel(String),
 
+    #[error(
+        "`{kernel}` is unavailable on {device}: it is built only into the {needs} PTX \
+         (Hopper-only instructions: wgmma, TMA, setmaxnreg), which runs on compute capability \
+         9.0 alone; this GPU loaded the {loaded} PTX. Use an earlier step of the family"
+    )]
+    Unavailable {
+        kernel: String,
+        needs: String,
+        device: String,
+        loaded: String,
+    },
+
     #[error("bad input for {op}: {what}")]
     Shape { op: String, what: String },
 

@@ -100,6 +100,8 @@ pub struct Gpu {
     /// The last kernel launched: a fault found at the next synchronization is reported
     /// against it.
     last_kernel: std::cell::Cell<Option<KernelId>>,
+    /// TMA tensor maps uploaded so far, by what they encode (filled by the tma module).
+    pub(crate) tensor_maps: RefCell<HashMap<[u64; 5], DeviceArray<u64>>>,
     _context: Context,
 }
 
@@ -199,6 +201,7 @@ impl Gpu {
             stream,
             functions: RefCell::new(HashMap::new()),
             last_kernel: std::cell::Cell::new(None),
+            tensor_maps: RefCell::new(HashMap::new()),
             _context: context,
         })
     }
@@ -322,9 +325,32 @@ impl Gpu {
         Ok(())
     }
 
+    /// Whether `kernel` can run on this GPU: `Err(Unavailable)` when only a PTX that this
+    /// device cannot load has it (an sm_90a-only step on anything but compute capability 9.0).
+    pub fn available(&self, kernel: impl Into<KernelId>) -> Result<()> {
+        let kernel = kernel.into();
+        if self.functions.borrow().contains_key(&kernel) {
+            return Ok(());
+        }
+        match ptx::first_arch_with(kernel.name()) {
+            Some(_) if ptx_has_entry(self.info.ptx_arch, kernel.name()) => Ok(()),
+            Some(needs) => Err(Error::Unavailable {
+                kernel: kernel.name().into(),
+                needs: needs.into(),
+                device: format!(
+                    "{} (compute capability {}.{})",
+                    self.info.name, self.info.compute_capability.0, self.info.compute_capability.1
+                ),
+                loaded: self.info.ptx_arch.into(),
+            }),
+            None => Err(Error::MissingKernel(kernel.name().into())),
+        }
+    }
+
     /// The driver's handle of `kernel` in the loaded module, looked up on first use.
     fn function(&self, kernel: KernelId) -> Result<std::cell::Ref<'_, Function<'static>>> {
         if !self.functions.borrow().contains_key(&kernel) {
+            self.available(kernel)?;
             let f = self
                 .module
                 .get_function(kernel.name())
@@ -402,6 +428,7 @@ impl Gpu {
         shared: usize,
     ) -> Result<u32> {
         let kernel = kernel.into();
+        self.available(kernel)?;
         let func = self
             .module
             .get_function(kernel.name())
@@ -414,6 +441,7 @@ impl Gpu {
     pub fn kernel_resources(&self, kernel: impl Into<KernelId>) -> Result<(i32, i32)> {
         use cust::function::FunctionAttribute;
         let kernel = kernel.into();
+        self.available(kernel)?;
         let func = self
             .module
             .get_function(kernel.name())
@@ -487,10 +515,19 @@ impl Drop for Gpu {
     fn drop(&mut self) {
         let _ = self.stream.synchronize();
         self.functions.get_mut().clear();
+        self.tensor_maps.get_mut().clear();
         // SAFETY: `module` was leaked from a Box in `with_ordinal`, and the only borrows of
         // it (the cached functions) are gone; the context (dropped after this) outlives it.
         drop(unsafe { Box::from_raw(self.module as *const Module as *mut Module) });
     }
+}
+
+/// Whether the built PTX for `arch` has the entry `name`.
+fn ptx_has_entry(arch: &str, name: &str) -> bool {
+    let needle = format!(".entry {name}(");
+    ptx::BUILT
+        .iter()
+        .any(|(a, p)| *a == arch && p.contains(&needle))
 }
 
 /// Load a PTX module into the current context, turning a refusal into an error that says

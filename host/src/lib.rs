@@ -36,6 +36,7 @@ pub mod roofline;
 pub mod tensor;
 pub mod testing;
 pub mod timing;
+pub mod tma;
 
 pub use error::{Error, Result};
 pub use gpu::Gpu;

@@ -12,15 +12,36 @@ pub fn arch_number(arch: &str) -> u32 {
         .unwrap_or(0)
 }
 
-/// The newest built PTX whose architecture the device (compute capability `major.minor`)
-/// can run: PTX for sm_XY runs, through the driver's JIT, on any device of capability >= X.Y.
-pub fn choose(major: i32, minor: i32) -> Option<(&'static str, &'static str)> {
+/// Whether `arch` is arch-specific (`sm_90a`): its PTX runs on exactly that compute
+/// capability, not on later ones.
+pub fn is_arch_specific(arch: &str) -> bool {
+    arch.ends_with('a')
+}
+
+/// Whether a device of capability `major.minor` can run PTX built for `arch`: PTX for sm_XY
+/// runs, through the driver's JIT, on any device of capability >= X.Y; PTX for sm_XYa only on
+/// X.Y itself.
+pub fn runs_on(arch: &str, major: i32, minor: i32) -> bool {
     let cc = (major * 10 + minor) as u32;
+    let a = arch_number(arch);
+    if is_arch_specific(arch) { a == cc } else { a <= cc }
+}
+
+/// The newest built PTX the device (compute capability `major.minor`) can run, the
+/// arch-specific one first among equals (it has every entry the plain one has, and more).
+pub fn choose(major: i32, minor: i32) -> Option<(&'static str, &'static str)> {
     BUILT
         .iter()
         .copied()
-        .filter(|(a, _)| arch_number(a) <= cc)
-        .max_by_key(|(a, _)| arch_number(a))
+        .filter(|(a, _)| runs_on(a, major, minor))
+        .max_by_key(|(a, _)| (arch_number(a), is_arch_specific(a)))
+}
+
+/// The oldest built arch whose PTX has the entry `name`, e.g. `Some("sm_90a")` for a wgmma
+/// kernel; `None` if no built PTX has it.
+pub fn first_arch_with(name: &str) -> Option<&'static str> {
+    let needle = format!(".entry {name}(");
+    BUILT.iter().find(|(_, p)| p.contains(&needle)).map(|(a, _)| *a)
 }
 
 /// The `.version` a PTX file declares, e.g. "7.8".
@@ -50,16 +71,60 @@ pub fn format_cuda_version(v: i32) -> String {
     format!("{}.{}", v / 1000, (v % 1000) / 10)
 }
 
+/// The PTX link step of `host/build`, compiled into the unit tests to test its PTX rewrite.
+#[cfg(test)]
+#[path = "../build/linker.rs"]
+#[allow(dead_code)]
+mod build_linker;
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn chooses_newest_fitting_arch() {
-        assert_eq!(choose(9, 0).map(|p| p.0), Some("sm_90"));
+        assert_eq!(choose(9, 0).map(|p| p.0), Some("sm_90a"));
         assert_eq!(choose(8, 9).map(|p| p.0), Some("sm_80"));
+        // sm_90a PTX does not run on later GPUs: they get the plain sm_90.
         assert_eq!(choose(10, 0).map(|p| p.0), Some("sm_90"));
+        assert_eq!(choose(12, 0).map(|p| p.0), Some("sm_90"));
         assert_eq!(choose(7, 5), None);
+        assert!(runs_on("sm_90a", 9, 0) && !runs_on("sm_90a", 10, 0) && !runs_on("sm_90a", 8, 9));
+    }
+
+    #[test]
+    fn the_sm_90a_build_has_every_entry_and_declares_ptx_8() {
+        let (_, plain) = BUILT.iter().find(|(a, _)| *a == "sm_90").unwrap();
+        let (_, a) = BUILT.iter().find(|(a, _)| *a == "sm_90a").unwrap();
+        let entries = |p: &str| -> Vec<String> {
+            p.lines()
+                .filter(|l| l.starts_with(".visible .entry "))
+                .filter_map(|l| l.split(".entry ").nth(1))
+                .map(|l| l.split('(').next().unwrap_or("").to_string())
+                .collect()
+        };
+        let (pe, ae) = (entries(plain), entries(a));
+        let missing: Vec<_> = pe.iter().filter(|e| !ae.contains(e)).collect();
+        assert!(missing.is_empty(), "{missing:?}");
+        assert!(ae.len() > pe.len(), "sm_90a adds the wgmma steps");
+        assert!(isa_version(a) >= "8.0");
+        // Hopper-only instructions stay out of the portable PTX.
+        for op in ["wgmma.", "setmaxnreg", "cp.async.bulk.tensor"] {
+            assert!(!plain.contains(op), "{op} in the sm_90 PTX");
+        }
+    }
+
+    use super::build_linker;
+
+    #[test]
+    fn launch_bounds_markers_become_directives() {
+        let ptx = ".visible .entry k(\n\t.param .u32 k_param_0\n)\n{\n\t// begin inline asm\n\t// rooflab:launch_bounds 384 1\n\t// end inline asm\n\tret;\n}\n.visible .entry j(\n)\n{\n\tret;\n}\n";
+        let out = build_linker::apply_launch_bounds(ptx).unwrap();
+        let k = out.split(".visible .entry j").next().unwrap();
+        assert!(k.contains(")\n.maxntid 384, 1, 1\n.minnctapersm 1\n{"), "{out}");
+        assert_eq!(out.matches(".maxntid").count(), 1, "{out}");
+        assert!(build_linker::apply_launch_bounds("// rooflab:launch_bounds 1 1\n").is_err());
+        assert!(build_linker::apply_launch_bounds(".entry k(\n)\n{\n// rooflab:launch_bounds x\n}").is_err());
     }
 
     #[test]

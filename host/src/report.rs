@@ -53,6 +53,11 @@ pub struct Row {
     pub predicted_speedup_vs_v01: Option<f64>,
     pub correct: bool,
     pub error: Option<String>,
+    /// Why the row was not run on this GPU (its kernel is built only for another
+    /// architecture, e.g. an sm_90a step on a non-Hopper GPU): listed, neither passed nor
+    /// failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
     /// The peer library (or why it did not run).
     pub peer: Option<String>,
     pub peer_median_us: Option<f64>,
@@ -220,6 +225,8 @@ pub fn table(rows: &[Row], measured: bool, compared: bool) -> comfy_table::Table
             }
             cells.push(if r.correct {
                 "yes".into()
+            } else if let Some(why) = &r.unavailable {
+                format!("unavailable: {why}")
             } else {
                 format!("NO: {}", r.error.as_deref().unwrap_or("?"))
             });
@@ -395,6 +402,7 @@ mod tests {
             predicted_speedup_vs_v01: None,
             correct: true,
             error: None,
+            unavailable: None,
             peer: None,
             peer_median_us: None,
             pct_of_peer: None,

@@ -3,6 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
+use rooflab_kernels::kernel::KernelId;
 
 /// The body of a GPU test.
 pub type TestBody = Box<dyn FnOnce(&Gpu) -> Result<()> + Send>;
@@ -11,6 +12,10 @@ pub type TestBody = Box<dyn FnOnce(&Gpu) -> Result<()> + Send>;
 pub struct GpuTest {
     pub name: String,
     pub run: TestBody,
+    /// Kernels the test needs: where one is unavailable on the GPU (built only for another
+    /// architecture, `Gpu::available`), the harness reports the test skipped, by name and
+    /// reason, instead of running it.
+    pub requires: Vec<KernelId>,
 }
 
 impl GpuTest {
@@ -21,7 +26,22 @@ impl GpuTest {
         GpuTest {
             name: name.into(),
             run: Box::new(run),
+            requires: Vec::new(),
         }
+    }
+
+    /// The test needs `kernel` (see [`GpuTest::requires`]).
+    pub fn requiring(mut self, kernel: impl Into<KernelId>) -> GpuTest {
+        self.requires.push(kernel.into());
+        self
+    }
+
+    /// Why the test cannot run on `gpu` (an unavailable kernel), if so.
+    pub fn unavailable_on(&self, gpu: &Gpu) -> Option<String> {
+        self.requires.iter().find_map(|k| match gpu.available(*k) {
+            Err(e @ Error::Unavailable { .. }) => Some(e.to_string()),
+            _ => None,
+        })
     }
 }
 

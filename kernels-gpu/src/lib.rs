@@ -32,6 +32,7 @@ pub mod norm;
 pub mod reduce;
 pub mod row_layout;
 pub mod softmax;
+pub mod tensor_map;
 pub mod testing;
 pub mod transpose;
 

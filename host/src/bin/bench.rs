@@ -262,7 +262,9 @@ fn main() -> ExitCode {
                         (None, Some(e)) => eprintln!("  {:<48} FAILED: {e}", row.name),
                         _ => {}
                     }
-                    if !row.correct {
+                    if let Some(why) = &row.unavailable {
+                        eprintln!("  {:<48} UNAVAILABLE: {why}", row.name);
+                    } else if !row.correct {
                         failed += 1;
                     }
                     if let Some(e) = err

@@ -20,7 +20,15 @@
 //! - v03: v02 with a 4-stage `cp.async` pipeline, one barrier per K tile;
 //! - v04: an XOR-swizzled shared layout (no padding, no bank conflicts) and 64×64 warp tiles
 //!   in a 128×256 block;
-//! - v05: weight streaming (another file's subject).
+//! - v05: weight streaming (another file's subject);
+//! - v06: v04 with its fragments double-buffered across K16 steps.
+//!
+//! Then Hopper's own instructions (sm_90a only, see [`crate::gpu::hopper`]), 64×256 tiles
+//! per warpgroup in the 128-byte swizzle ([`wgmma_tile`]):
+//! - v07: `wgmma.m64n256k16` from shared memory, one warpgroup, a `cp.async` ring;
+//! - v08: the tiles brought by TMA into an mbarrier ring ([`tma_ring`]);
+//! - v09: a producer warpgroup and two consumer warpgroups, `setmaxnreg`;
+//! - v10: v09 persistent, tiles in L2-friendly groups.
 
 /// `unroll!(N, i => { body })`: `body` for `i` = 0, 1, .. N-1 (N ≤ 16, a constant
 /// expression, e.g. a const generic), as written-out copies guarded by `i < N`, which fold
@@ -45,6 +53,13 @@ pub mod v03_cp_async_pipeline;
 pub mod v04_swizzled;
 pub mod v05_weight_streaming;
 pub mod v06_fragment_double_buffer;
+pub mod v07_wgmma;
+pub mod v08_tma;
+pub mod v09_warp_specialized;
+pub mod v10_persistent;
+
+pub mod tma_ring;
+pub mod wgmma_tile;
 
 /// Shared-memory layout of v04: tiles of rows of 32 bf16 (64 bytes, four 16-byte chunks),
 /// unpadded, with chunk `c` of row `r` stored at chunk `c ^ ((r >> 1) & 3)` of that row.

@@ -16,6 +16,9 @@ pub mod async_copy;
 pub mod bf16;
 /// Block-wide reductions (max, sum) through warp shuffles and 32 f32 of shared memory.
 pub mod block;
+/// Hopper-only (sm_90a): wgmma, TMA, mbarriers, setmaxnreg, launch bounds.
+#[cfg(target_feature = "sm_90a")]
+pub mod hopper;
 /// Tensor-core `mma.sync` (m16n8k16 bf16) and `ldmatrix` fragment loads (sm_80+).
 pub mod mma;
 /// Row tiles: a row held in registers, 16 slots a thread (one block per row).

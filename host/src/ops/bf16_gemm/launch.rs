@@ -4,16 +4,20 @@
 
 use rooflab_kernels::bf16_gemm::{
     v01_mma_sync, v02_smem_ldmatrix, v03_cp_async_pipeline, v04_swizzled, v05_weight_streaming,
-    v06_fragment_double_buffer,
+    v06_fragment_double_buffer, v07_wgmma, v08_tma, v09_warp_specialized, v10_persistent,
 };
+use rooflab_kernels::kernel::KernelId;
+use rooflab_kernels::tensor_map::TensorMap;
 
 use crate::bench::KernelUse;
 use crate::cost::Precision;
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Kernel, LaunchConfig, View, ViewMut};
+use crate::tma::Bf16Tiles;
 
-/// The BF16 GEMM ladder: tensor-core (mma.sync) steps for any M (v01-v04, v06), and the
-/// weight-streaming step for small M (v05).
+/// The BF16 GEMM ladder: tensor-core (mma.sync) steps for any M (v01-v04, v06), the
+/// weight-streaming step for small M (v05), and Hopper's wgmma steps (v07-v10, sm_90a only:
+/// unavailable elsewhere).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Variant {
     V01MmaSync,
@@ -22,19 +26,46 @@ pub enum Variant {
     V04Swizzled,
     V05WeightStreaming,
     V06FragmentDoubleBuffer,
+    V07Wgmma,
+    V08Tma,
+    V09WarpSpecialized,
+    V10Persistent,
 }
 
-pub const LADDER: [Variant; 6] = [
+pub const LADDER: [Variant; 10] = [
     Variant::V01MmaSync,
     Variant::V02SmemLdmatrix,
     Variant::V03CpAsyncPipeline,
     Variant::V04Swizzled,
     Variant::V05WeightStreaming,
     Variant::V06FragmentDoubleBuffer,
+    Variant::V07Wgmma,
+    Variant::V08Tma,
+    Variant::V09WarpSpecialized,
+    Variant::V10Persistent,
 ];
 
-/// Every bf16_gemm entry has the same parameters: `(m, n, k, x, w, y)`, bf16 as `u16`.
+/// The entries that read x and W through pointers: `(m, n, k, x, w, y)`, bf16 as `u16`.
 pub type LinearKernel = Kernel<(u32, u32, u32, *const u16, *const u16, *mut u16)>;
+/// The TMA entries: x and W through tensor maps, `(m, n, k, x_map, w_map, y)`.
+pub type TmaLinearKernel =
+    Kernel<(u32, u32, u32, *const TensorMap, *const TensorMap, *mut u16)>;
+
+/// A step's entry, by how it takes x and W.
+#[derive(Clone, Copy, Debug)]
+pub enum Entry {
+    Pointers(LinearKernel),
+    TensorMaps(TmaLinearKernel),
+}
+
+impl Entry {
+    pub fn id(self) -> KernelId {
+        match self {
+            Entry::Pointers(k) => k.id(),
+            Entry::TensorMaps(k) => k.id(),
+        }
+    }
+}
 
 /// Largest M, N or K any step accepts: the sizes are u32 and stay below 2^31 after adding a
 /// tile (element offsets are 64-bit in the kernels).
@@ -74,7 +105,8 @@ impl std::fmt::Display for Dims {
 
 /// A variant's launch shape, all from its file's constants: `block_threads` threads in x,
 /// a `bm`×`bn` tile of y per block, `shared_bytes` of dynamic shared memory; K must be a
-/// multiple of `k_multiple`; M at most `max_m` (v05 only).
+/// multiple of `k_multiple`; M at most `max_m` (v05 only); `persistent`: at most one block
+/// per SM, each walking tiles (v10).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Geometry {
     pub block_threads: u32,
@@ -83,10 +115,14 @@ pub struct Geometry {
     pub shared_bytes: u32,
     pub k_multiple: u32,
     pub max_m: Option<u32>,
+    pub persistent: bool,
 }
 
 macro_rules! geometry_of {
     ($v:ident, $max_m:expr) => {
+        geometry_of!($v, $max_m, false)
+    };
+    ($v:ident, $max_m:expr, $persistent:expr) => {
         Geometry {
             block_threads: $v::BLOCK_THREADS,
             bm: $v::BM,
@@ -94,23 +130,40 @@ macro_rules! geometry_of {
             shared_bytes: $v::SHARED_BYTES,
             k_multiple: $v::K_MULTIPLE,
             max_m: $max_m,
+            persistent: $persistent,
         }
     };
 }
 
 impl Variant {
-    /// The kernel entry, e.g. `bf16_gemm_v01_mma_sync`.
-    pub fn kernel(self) -> LinearKernel {
+    /// The kernel entry and how it takes its inputs.
+    pub fn entry(self) -> Entry {
+        use Entry::{Pointers, TensorMaps};
         match self {
-            Variant::V01MmaSync => v01_mma_sync::bf16_gemm_v01_mma_sync,
-            Variant::V02SmemLdmatrix => v02_smem_ldmatrix::bf16_gemm_v02_smem_ldmatrix,
-            Variant::V03CpAsyncPipeline => v03_cp_async_pipeline::bf16_gemm_v03_cp_async_pipeline,
-            Variant::V04Swizzled => v04_swizzled::bf16_gemm_v04_swizzled,
-            Variant::V05WeightStreaming => v05_weight_streaming::bf16_gemm_v05_weight_streaming,
-            Variant::V06FragmentDoubleBuffer => {
-                v06_fragment_double_buffer::bf16_gemm_v06_fragment_double_buffer
+            Variant::V01MmaSync => Pointers(v01_mma_sync::bf16_gemm_v01_mma_sync),
+            Variant::V02SmemLdmatrix => Pointers(v02_smem_ldmatrix::bf16_gemm_v02_smem_ldmatrix),
+            Variant::V03CpAsyncPipeline => {
+                Pointers(v03_cp_async_pipeline::bf16_gemm_v03_cp_async_pipeline)
             }
+            Variant::V04Swizzled => Pointers(v04_swizzled::bf16_gemm_v04_swizzled),
+            Variant::V05WeightStreaming => {
+                Pointers(v05_weight_streaming::bf16_gemm_v05_weight_streaming)
+            }
+            Variant::V06FragmentDoubleBuffer => {
+                Pointers(v06_fragment_double_buffer::bf16_gemm_v06_fragment_double_buffer)
+            }
+            Variant::V07Wgmma => Pointers(v07_wgmma::bf16_gemm_v07_wgmma),
+            Variant::V08Tma => TensorMaps(v08_tma::bf16_gemm_v08_tma),
+            Variant::V09WarpSpecialized => {
+                TensorMaps(v09_warp_specialized::bf16_gemm_v09_warp_specialized)
+            }
+            Variant::V10Persistent => TensorMaps(v10_persistent::bf16_gemm_v10_persistent),
         }
+    }
+
+    /// The kernel entry's identity, e.g. `bf16_gemm_v01_mma_sync`.
+    pub fn kernel(self) -> KernelId {
+        self.entry().id()
     }
 
     /// The variant file's stem, e.g. `v01_mma_sync` (from the kernel constant).
@@ -134,7 +187,16 @@ impl Variant {
                 geometry_of!(v05_weight_streaming, Some(v05_weight_streaming::MAX_M))
             }
             Variant::V06FragmentDoubleBuffer => geometry_of!(v06_fragment_double_buffer, None),
+            Variant::V07Wgmma => geometry_of!(v07_wgmma, None),
+            Variant::V08Tma => geometry_of!(v08_tma, None),
+            Variant::V09WarpSpecialized => geometry_of!(v09_warp_specialized, None),
+            Variant::V10Persistent => geometry_of!(v10_persistent, None, true),
         }
+    }
+
+    /// Whether the step reads x and W through TMA tensor maps.
+    pub fn uses_tma(self) -> bool {
+        matches!(self.entry(), Entry::TensorMaps(_))
     }
 
     /// The precision the FLOPs are done in: every step multiplies on the tensor cores
@@ -307,17 +369,47 @@ pub fn linear(
     if k == 0 {
         let zero = Variant::V05WeightStreaming;
         let cfg = zero.launch_config(d)?;
+        let Entry::Pointers(zk) = zero.entry() else {
+            unreachable!("v05 takes pointers")
+        };
         // SAFETY: K = 0: the kernel reads neither x nor W and writes y[i][j] for i < M,
         // j < N only (y holds M·N, validated); the grid covers y in BM×BN blocks.
-        return unsafe { gpu.launch(zero.kernel(), cfg, (m as u32, n as u32, 0u32, x, w, y)) };
+        return unsafe { gpu.launch(zk, cfg, (m as u32, n as u32, 0u32, x, w, y)) };
     }
     v.check_shape(d)?;
+    gpu.available(kernel)?;
     check_alignment(v, &x, &w)?;
-    let cfg = v.launch_config(d)?;
-    // SAFETY: the views are live and hold M·K, N·K and M·N bf16 (validated); K is a multiple
-    // of the step's K_MULTIPLE, M within its MAX_M, x and W aligned as its loads need; the
-    // grid covers y with the block and shared memory the step's kernel is built for.
-    unsafe { gpu.launch(kernel, cfg, (m as u32, n as u32, k as u32, x, w, y)) }
+    let mut cfg = v.launch_config(d)?;
+    let g = v.geometry();
+    if g.persistent {
+        cfg.grid = persistent_grid(d, g, gpu.info.multiprocessors);
+    }
+    let dims = (m as u32, n as u32, k as u32);
+    match v.entry() {
+        // SAFETY: the views are live and hold M·K, N·K and M·N bf16 (validated); K is a
+        // multiple of the step's K_MULTIPLE, M within its MAX_M, x and W aligned as its loads
+        // need; the grid covers y with the block and shared memory the kernel is built for.
+        Entry::Pointers(kernel) => unsafe {
+            gpu.launch(kernel, cfg, (dims.0, dims.1, dims.2, x, w, y))
+        },
+        Entry::TensorMaps(kernel) => {
+            let op = kernel.name();
+            // Boxes: BM (BN) rows of BK = 64 bf16, the 128-byte swizzle the kernel reads.
+            let xm = gpu.tensor_map(Bf16Tiles::new(op, "x", &x, m, k, g.bm, 64)?)?;
+            let wm = gpu.tensor_map(Bf16Tiles::new(op, "W", &w, n, k, g.bn, 64)?)?;
+            // SAFETY: as above; the maps describe exactly x (M×K) and W (N×K) of the live
+            // views, with the boxes and swizzle the kernel's stages are laid out for (TMA
+            // zero-fills past M, N and K).
+            unsafe { gpu.launch(kernel, cfg, (dims.0, dims.1, dims.2, xm, wm, y)) }
+        }
+    }
+}
+
+/// The grid of a persistent step: min(#SMs, tiles) blocks in x (each walks tiles
+/// b, b + grid, ...).
+pub fn persistent_grid(d: Dims, g: Geometry, sms: u32) -> (u32, u32, u32) {
+    let tiles = d.m.div_ceil(g.bm as usize) * d.n.div_ceil(g.bn as usize);
+    (tiles.clamp(1, sms.max(1) as usize) as u32, 1, 1)
 }
 
 #[cfg(test)]
@@ -430,10 +522,31 @@ mod unit_tests {
             assert_eq!(v.kernel().family(), family);
             assert_eq!(name, [family, v.stem()].join("_"));
             assert_eq!(v.row_variant(), v.stem());
-            assert!(
-                crate::ptx::BUILT[0].1.contains(&format!(".entry {name}(")),
-                "{name} not in the PTX"
-            );
+            // In the sm_80 PTX, or (the wgmma steps) first in the sm_90a one.
+            let first = crate::ptx::first_arch_with(name);
+            let want = if matches!(v, Variant::V07Wgmma | Variant::V08Tma
+                | Variant::V09WarpSpecialized | Variant::V10Persistent) { "sm_90a" } else { "sm_80" };
+            assert_eq!(first, Some(want), "{name}");
+        }
+    }
+
+    #[test]
+    fn persistent_grid_is_at_most_one_block_per_sm() {
+        let v = Variant::V10Persistent;
+        let g = v.geometry();
+        assert!(g.persistent);
+        assert_eq!(persistent_grid(Dims::new(8192, 8192, 64), g, 132), (132, 1, 1));
+        assert_eq!(persistent_grid(Dims::new(1, 1, 8), g, 132), (1, 1, 1));
+        assert_eq!(persistent_grid(Dims::new(129, 257, 8), g, 132), (4, 1, 1));
+        // The grouped order the kernel walks visits each tile once.
+        use rooflab_kernels::bf16_gemm::tma_ring::grouped_tile;
+        for (tm, tn) in [(1, 1), (3, 5), (8, 16), (17, 3), (32, 32), (9, 1)] {
+            let mut seen = vec![false; (tm * tn) as usize];
+            for l in 0..tm * tn {
+                let (a, b) = grouped_tile(l, tm, tn);
+                assert!(a < tm && b < tn && !seen[(a * tn + b) as usize]);
+                seen[(a * tn + b) as usize] = true;
+            }
         }
     }
 

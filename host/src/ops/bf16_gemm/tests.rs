@@ -248,10 +248,12 @@ pub fn check_all(gpu: &Gpu, run: Runner<'_>, seed: u64) -> Result<()> {
 pub fn tests(seed: u64) -> Vec<GpuTest> {
     let mut t = Vec::new();
     for v in LADDER {
-        t.push(GpuTest::new(
-            format!("{}_matches_cpu", v.kernel().name()),
-            move |gpu| check_all(gpu, Runner::Step(v), seed),
-        ));
+        t.push(
+            GpuTest::new(format!("{}_matches_cpu", v.kernel().name()), move |gpu| {
+                check_all(gpu, Runner::Step(v), seed)
+            })
+            .requiring(v.kernel()),
+        );
     }
     t.push(GpuTest::new("bf16_gemm_cublas_peer_matches_cpu", move |gpu| {
         match Cublas::load() {
@@ -276,6 +278,27 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
     t
 }
 
+/// The steps this GPU can run; an unavailable one is said in the log and must be refused
+/// with `Error::Unavailable` before anything is launched.
+fn available_steps(gpu: &Gpu) -> Result<Vec<Variant>> {
+    let mut out = Vec::new();
+    for v in LADDER {
+        match gpu.available(v.kernel()) {
+            Ok(()) => out.push(v),
+            Err(Error::Unavailable { .. }) => {
+                let x = gpu.alloc::<u16>(8)?;
+                let mut y1 = gpu.alloc::<u16>(1)?;
+                expect_error(
+                    linear(gpu, v, 1, 1, 8, x.view(), x.view(), y1.view_mut()),
+                    &["unavailable", "sm_90a"],
+                )?;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(out)
+}
+
 /// Mismatched lengths, K not a multiple, M past v05's rows, misaligned x for the 16-byte
 /// steps, a grid past 65535 row blocks: all refused with a message, nothing launched (y
 /// keeps its poison).
@@ -285,7 +308,7 @@ fn bad_inputs(gpu: &Gpu) -> Result<()> {
     let x = gpu.upload(&[ones; 24])?;
     let w = gpu.upload(&[ones; 40])?;
     let mut y = poisoned(gpu, 15)?;
-    for v in LADDER {
+    for v in available_steps(gpu)? {
         linear(gpu, v, 3, 5, 8, x.view(), w.view(), y.view_mut())?;
         expect_error(
             linear(gpu, v, 3, 5, 9, x.view(), w.view(), y.view_mut()),
@@ -371,7 +394,7 @@ fn bad_inputs(gpu: &Gpu) -> Result<()> {
 fn zero_sizes(gpu: &Gpu) -> Result<()> {
     let e = gpu.alloc::<u16>(0)?;
     let w = gpu.upload(&[bf16::from_f32(1.0).to_bits(); 24])?;
-    for v in LADDER {
+    for v in available_steps(gpu)? {
         let mut y0 = gpu.alloc::<u16>(0)?;
         linear(gpu, v, 0, 3, 8, e.view(), w.view(), y0.view_mut())?;
         linear(gpu, v, 3, 0, 8, w.view(), e.view(), y0.view_mut())?;

@@ -1,0 +1,222 @@
+//! Tensor maps for TMA (`cuTensorMapEncodeTiled`) and where kernels find them.
+//!
+//! cust 0.3 speaks the CUDA 11.4 driver API, which has no tensor maps (CUDA 12.0). rooflab
+//! needs one call of it, so it declares that call itself and looks it up in the driver
+//! library already loaded (`libcuda.so.1`, through `libloading`) at first use, instead of
+//! linking the symbol: a binary built here then still starts on an older driver, and only
+//! the TMA steps report that the driver is too old for them.
+//!
+//! A map is encoded on the host and copied to a small device allocation that [`Gpu`] keeps,
+//! keyed by everything the encoding depends on: a kernel takes it as `*const TensorMap`.
+//! The same (address, shape, box) always gives the same map, so a key can be reused safely
+//! even after the buffer it described was freed and another took its place.
+
+use std::ffi::c_void;
+use std::sync::OnceLock;
+
+use libloading::Library;
+use rooflab_kernels::tensor_map::{TENSOR_MAP_BYTES, TensorMap};
+
+use crate::error::{Error, Result};
+use crate::gpu::{Gpu, Param, View};
+
+/// `CUtensorMapDataType`: CU_TENSOR_MAP_DATA_TYPE_BFLOAT16.
+const DATA_TYPE_BFLOAT16: i32 = 9;
+/// `CUtensorMapInterleave`: NONE.
+const INTERLEAVE_NONE: i32 = 0;
+/// `CUtensorMapSwizzle`: 128B, the layout `wgmma`'s descriptors read in swizzle mode 1.
+const SWIZZLE_128B: i32 = 3;
+/// `CUtensorMapL2promotion`: 256B (fetch whole 256-byte L2 sectors pairs; CUTLASS's choice).
+const L2_PROMOTION_256B: i32 = 3;
+/// `CUtensorMapFloatOOBfill`: NONE, i.e. zeros outside the tensor.
+const OOB_FILL_ZEROS: i32 = 0;
+
+/// CUresult cuTensorMapEncodeTiled(CUtensorMap*, CUtensorMapDataType, cuuint32_t rank,
+/// void* globalAddress, const cuuint64_t* globalDim, const cuuint64_t* globalStrides,
+/// const cuuint32_t* boxDim, const cuuint32_t* elementStrides, interleave, swizzle,
+/// l2Promotion, oobFill) — CUDA 12.0's `cuda.h`.
+type EncodeTiled = unsafe extern "C" fn(
+    *mut TensorMap,
+    i32,
+    u32,
+    *mut c_void,
+    *const u64,
+    *const u64,
+    *const u32,
+    *const u32,
+    i32,
+    i32,
+    i32,
+    i32,
+) -> i32;
+
+/// A bf16 matrix the copy engine reads in boxes: `rows × cols` row-major (cols contiguous),
+/// boxes of `box_rows × box_cols` written into shared memory in the 128-byte swizzle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Bf16Tiles {
+    pub addr: u64,
+    pub rows: u64,
+    pub cols: u64,
+    pub box_rows: u32,
+    pub box_cols: u32,
+}
+
+impl Bf16Tiles {
+    /// The map for `view` as `rows × cols`, checked against what TMA accepts (the messages
+    /// name `op` and the fix).
+    pub fn new(
+        op: &str,
+        name: &str,
+        view: &View<'_, u16>,
+        rows: usize,
+        cols: usize,
+        box_rows: u32,
+        box_cols: u32,
+    ) -> Result<Bf16Tiles> {
+        let bad = |what: String| Error::Shape {
+            op: op.into(),
+            what,
+        };
+        if !view.device_addr().is_multiple_of(16) {
+            return Err(bad(format!(
+                "{name} starts at {:#x}, not 16-byte aligned, which the tensor copy engine \
+                 (TMA) needs; pass a 16-byte-aligned {name}",
+                view.device_addr()
+            )));
+        }
+        if !(cols * 2).is_multiple_of(16) {
+            return Err(bad(format!(
+                "{name}'s rows are {cols} bf16 = {} bytes, not a multiple of 16, which the tensor \
+                 copy engine (TMA) needs for its row stride: K must be a multiple of 8",
+                cols * 2
+            )));
+        }
+        if rows as u64 > u32::MAX as u64 || cols as u64 > u32::MAX as u64 {
+            return Err(Error::TooLarge {
+                op: op.into(),
+                what: format!("{name}'s rows or columns"),
+                value: rows.max(cols) as u64,
+                limit: u32::MAX as u64,
+            });
+        }
+        if box_rows == 0 || box_rows > 256 || box_cols == 0 || box_cols * 2 > 128 {
+            return Err(Error::Other(format!(
+                "{op}: a TMA box of {box_rows}×{box_cols} bf16 is outside what the copy engine \
+                 takes with the 128-byte swizzle (≤ 256 rows, ≤ 128 bytes a row)"
+            )));
+        }
+        Ok(Bf16Tiles {
+            addr: view.device_addr(),
+            rows: rows as u64,
+            cols: cols as u64,
+            box_rows,
+            box_cols,
+        })
+    }
+}
+
+/// The device address of an encoded tensor map, as a kernel's `*const TensorMap`.
+#[derive(Clone, Copy, Debug)]
+pub struct TensorMapRef(u64);
+
+impl Param<*const TensorMap> for TensorMapRef {
+    fn bits(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Maps kept before the cache is emptied (after a synchronization: kernels in flight may
+/// still read them).
+const MAX_MAPS: usize = 4096;
+
+/// The driver's `cuTensorMapEncodeTiled`, looked up once per process.
+fn encoder() -> Result<EncodeTiled> {
+    static ENCODE: OnceLock<std::result::Result<(Library, EncodeTiled), String>> = OnceLock::new();
+    let found = ENCODE.get_or_init(|| {
+        // SAFETY: loading the driver library the process already uses; its initializers
+        // have run.
+        let lib = unsafe { Library::new("libcuda.so.1") }
+            .map_err(|e| format!("could not open libcuda.so.1: {e}"))?;
+        // SAFETY: the symbol has the signature of CUDA 12's cuda.h (EncodeTiled).
+        let f = unsafe { lib.get::<EncodeTiled>(b"cuTensorMapEncodeTiled\0") }
+            .map(|s| *s)
+            .map_err(|_| "no cuTensorMapEncodeTiled".to_string())?;
+        Ok((lib, f))
+    });
+    match found {
+        Ok((_, f)) => Ok(*f),
+        Err(why) => Err(Error::DriverTooOld {
+            have: format!("one whose libcuda has no tensor maps ({why})"),
+            need: "12.0".into(),
+            isa: "8.0 (TMA)".into(),
+        }),
+    }
+}
+
+impl Bf16Tiles {
+    /// Encode the map on the host (no device memory involved).
+    pub fn encode(self) -> Result<TensorMap> {
+        let f = encoder()?;
+        let t = self;
+        let mut map = TensorMap([0; 16]);
+        let dims = [t.cols, t.rows];
+        let strides = [t.cols * 2];
+        let boxes = [t.box_cols, t.box_rows];
+        let elem_strides = [1u32, 1];
+        // SAFETY: every pointer is to a live local array of the length rank (2) or rank - 1
+        // asks for; `map` is 64-byte aligned and 128 bytes.
+        let code = unsafe {
+            f(
+                &mut map,
+                DATA_TYPE_BFLOAT16,
+                2,
+                t.addr as *mut c_void,
+                dims.as_ptr(),
+                strides.as_ptr(),
+                boxes.as_ptr(),
+                elem_strides.as_ptr(),
+                INTERLEAVE_NONE,
+                SWIZZLE_128B,
+                L2_PROMOTION_256B,
+                OOB_FILL_ZEROS,
+            )
+        };
+        if code != 0 {
+            return Err(Error::Other(format!(
+                "cuTensorMapEncodeTiled refused {t:?}: CUDA error {code}"
+            )));
+        }
+        Ok(map)
+    }
+
+    fn key(self) -> [u64; 5] {
+        [
+            self.addr,
+            self.rows,
+            self.cols,
+            self.box_rows as u64,
+            self.box_cols as u64,
+        ]
+    }
+}
+
+impl Gpu {
+    /// The device address of the tensor map for `t`, encoded and uploaded on first use.
+    pub fn tensor_map(&self, t: Bf16Tiles) -> Result<TensorMapRef> {
+        let mut cache = self.tensor_maps.borrow_mut();
+        if let Some(a) = cache.get(&t.key()) {
+            return Ok(TensorMapRef(a.view().device_addr()));
+        }
+        if cache.len() >= MAX_MAPS {
+            self.sync()?;
+            cache.clear();
+        }
+        let map = t.encode()?;
+        // cuMemAlloc gives 256-byte-aligned memory: the 64 bytes TMA needs.
+        let dev = self.upload(&map.0)?;
+        debug_assert_eq!(dev.len() * 8, TENSOR_MAP_BYTES);
+        let addr = dev.view().device_addr();
+        cache.insert(t.key(), dev);
+        Ok(TensorMapRef(addr))
+    }
+}

@@ -1,0 +1,270 @@
+//! Hopper (sm_90a) building blocks: warpgroup MMA (`wgmma`), the tensor copy engine (TMA,
+//! `cp.async.bulk.tensor`), transaction-counting `mbarrier`s, `setmaxnreg`, and the
+//! launch-bounds marker. Compiled only into the sm_90a PTX (`wgmma` and `setmaxnreg` exist
+//! only there; a module holding them would not load on any other GPU).
+//!
+//! **wgmma.** A *warpgroup* (4 consecutive warps, the first one's index a multiple of 4)
+//! multiplies a 64×16 bf16 tile of A by a 16×N tile of B into a 64×N f32 tile held in the
+//! 128 threads' registers (N/2 f32 each). A and B are read from shared memory through 64-bit
+//! *matrix descriptors* ([`smem_desc_sw128`]). The instruction is asynchronous: issue
+//! (`wgmma.fence` first), `commit_group`, and `wait_group::<N>()` before the accumulators or
+//! the shared tiles are touched again. Accumulator layout (PTX ISA, "wgmma .m64nNk16
+//! register fragment, D"): thread `t` of the warpgroup (warp `w = t / 32`, lane `l`) holds
+//! `d[i]` at row `16·w + l / 4 + 8·((i % 4) / 2)`, column `8·(i / 4) + 2·(l % 4) + i % 2`.
+//!
+//! **128-byte swizzle.** Both operands are K-major (x and W both have K contiguous), stored
+//! as rows of 64 bf16 = 128 bytes, in blocks of 8 rows (1024 bytes, 1024-byte aligned), with
+//! 16-byte chunk `c` of row `r` at chunk `c ^ (r % 8)` ([`sw128_offset`]): the layout TMA
+//! writes with `CU_TENSOR_MAP_SWIZZLE_128B` and the one descriptor mode 1 reads. A K16 step
+//! inside the 64-wide row is the descriptor's start address plus 32 bytes per step.
+//!
+//! **TMA and mbarriers.** One thread issues a 2-D tile copy described by a tensor map (made
+//! on the host by `cuTensorMapEncodeTiled`, kept in global memory); the copy engine fetches
+//! the box (zero-filling what lies outside the matrix) and, when all bytes have landed,
+//! completes them on an mbarrier as a *transaction count*. The consumer waits on the barrier's
+//! phase parity. A stage of a ring has two barriers: *full* (the producer's
+//! `arrive.expect_tx` plus the bytes) and *empty* (the consumers' arrivals once their
+//! wgmmas have finished reading it).
+#![allow(clippy::missing_safety_doc)]
+
+use core::arch::asm;
+
+/// Bytes in a row of a 128-byte-swizzled tile (64 bf16).
+pub const SW128_ROW_BYTES: u32 = 128;
+/// A swizzle atom: 8 rows of 128 bytes. Tiles start on a multiple of it.
+pub const SW128_ATOM_BYTES: u32 = 1024;
+
+/// Byte offset of 16-byte chunk `chunk` (< 8) of row `row` in a 128-byte-swizzled tile whose
+/// start is 1024-byte aligned.
+#[inline(always)]
+pub const fn sw128_offset(row: u32, chunk: u32) -> u32 {
+    row * SW128_ROW_BYTES + ((chunk ^ (row % 8)) * 16)
+}
+
+/// The wgmma matrix descriptor of a K-major, 128-byte-swizzled tile at `.shared` address
+/// `addr` (PTX ISA "Matrix Descriptor Format"): start address >> 4 in bits 0-13, leading
+/// byte offset >> 4 in 16-29 (unused for swizzled K-major layouts; 1 by convention), stride
+/// byte offset >> 4 in 32-45 (1024: from one 8-row atom to the next), base offset 0 (atoms
+/// 1024-byte aligned), swizzle mode in 62-63 (1 = 128 bytes).
+#[inline(always)]
+pub const fn smem_desc_sw128(addr: u32) -> u64 {
+    const fn enc(x: u32) -> u64 {
+        ((x & 0x3_ffff) >> 4) as u64
+    }
+    enc(addr) | (enc(16) << 16) | (enc(SW128_ATOM_BYTES) << 32) | (1u64 << 62)
+}
+
+/// Writes the launch-bounds marker (see `host/build/linker.rs`): the entry gets
+/// `.maxntid THREADS, 1, 1` and `.minnctapersm BLOCKS`, as CUDA C++'s
+/// `__launch_bounds__(THREADS, BLOCKS)`. Call once at the top of a kernel body.
+#[inline(always)]
+pub fn launch_bounds<const THREADS: u32, const BLOCKS: u32>() {
+    // SAFETY: a PTX comment; emits no instruction.
+    unsafe {
+        asm!(
+            "// rooflab:launch_bounds {t} {b}",
+            t = const THREADS,
+            b = const BLOCKS,
+            options(nomem, nostack, preserves_flags)
+        )
+    };
+}
+
+/// Shrink (`setmaxnreg.dec`) this warpgroup's register allocation to `N` per thread: the
+/// producer, which needs few, hands its registers back to the pool.
+#[inline(always)]
+pub fn setmaxnreg_dec<const N: u32>() {
+    // SAFETY: all threads of the warpgroup execute it (callers branch per warpgroup).
+    unsafe { asm!("setmaxnreg.dec.sync.aligned.u32 {n};", n = const N, options(nostack)) };
+}
+
+/// Grow (`setmaxnreg.inc`) this warpgroup's register allocation to `N` per thread.
+#[inline(always)]
+pub fn setmaxnreg_inc<const N: u32>() {
+    // SAFETY: as `setmaxnreg_dec`.
+    unsafe { asm!("setmaxnreg.inc.sync.aligned.u32 {n};", n = const N, options(nostack)) };
+}
+
+/// Initialize the mbarrier at `.shared` address `bar` (8-byte aligned) for `count` arrivals
+/// per phase.
+#[inline(always)]
+pub unsafe fn mbarrier_init(bar: u32, count: u32) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        asm!(
+            "mbarrier.init.shared::cta.b64 [{0}], {1};",
+            in(reg32) bar, in(reg32) count,
+            options(nostack)
+        )
+    };
+}
+
+/// Make initialized mbarriers visible to the copy engine (the async proxy) and to the other
+/// threads: every thread passes a block barrier after this.
+#[inline(always)]
+pub fn fence_mbarrier_init() {
+    // SAFETY: fences only.
+    unsafe {
+        asm!(
+            "fence.mbarrier_init.release.cluster;",
+            "fence.proxy.async.shared::cta;",
+            options(nostack)
+        )
+    };
+}
+
+/// Order this thread's ordinary shared-memory writes (`st.shared`, `cp.async`) before later
+/// reads by the async proxy (wgmma, TMA): `fence.proxy.async.shared::cta`.
+#[inline(always)]
+pub fn fence_proxy_async_shared() {
+    // SAFETY: a fence.
+    unsafe { asm!("fence.proxy.async.shared::cta;", options(nostack)) };
+}
+
+/// Arrive on the mbarrier `bar` and add `bytes` to the transaction count the current phase
+/// waits for (`mbarrier.arrive.expect_tx`): what the producer does before issuing the TMA
+/// copies that will complete those bytes.
+#[inline(always)]
+pub unsafe fn mbarrier_arrive_expect_tx(bar: u32, bytes: u32) {
+    // SAFETY: forwarded from the caller (`bar` is an initialized mbarrier).
+    unsafe {
+        asm!(
+            "mbarrier.arrive.expect_tx.shared::cta.b64 _, [{0}], {1};",
+            in(reg32) bar, in(reg32) bytes,
+            options(nostack)
+        )
+    };
+}
+
+/// One arrival on the mbarrier `bar` (release: this thread's earlier accesses happen before
+/// the phase completes).
+#[inline(always)]
+pub unsafe fn mbarrier_arrive(bar: u32) {
+    // SAFETY: forwarded from the caller.
+    unsafe { asm!("mbarrier.arrive.shared::cta.b64 _, [{0}];", in(reg32) bar, options(nostack)) };
+}
+
+/// Wait until the phase of parity `parity` (0 or 1) of the mbarrier `bar` has completed
+/// (`mbarrier.try_wait.parity`, which itself waits a while in hardware before returning).
+/// A barrier still in its first phase counts its "previous phase" (parity 1) as complete,
+/// which is what lets a producer wait on empty stages from the start.
+#[inline(always)]
+pub unsafe fn mbarrier_wait(bar: u32, parity: u32) {
+    loop {
+        let done: u32;
+        // SAFETY: forwarded from the caller. No label inside the asm: inlined copies would
+        // clash; the loop is Rust's.
+        unsafe {
+            asm!(
+                "{{",
+                ".reg .pred p;",
+                "mbarrier.try_wait.parity.shared::cta.b64 p, [{1}], {2};",
+                "selp.u32 {0}, 1, 0, p;",
+                "}}",
+                out(reg32) done, in(reg32) bar, in(reg32) parity,
+                options(nostack)
+            )
+        };
+        if done != 0 {
+            return;
+        }
+    }
+}
+
+/// Hint the tensor map at generic address `map` into the cache (`prefetch.tensormap`).
+#[inline(always)]
+pub unsafe fn prefetch_tensormap(map: *const u8) {
+    // SAFETY: a prefetch of a valid global address.
+    unsafe { asm!("prefetch.tensormap [{0}];", in(reg64) map, options(nostack, readonly)) };
+}
+
+/// TMA: copy the 2-D box at coordinates (`c0` along the contiguous dimension, `c1` rows) of
+/// the tensor described by the map at generic address `map` into shared memory at `dst`,
+/// completing its bytes on the mbarrier `bar`. Parts of the box outside the tensor are
+/// filled with zeros (and still counted as bytes).
+///
+/// # Safety
+/// `map` points to a valid CUtensorMap in global memory (64-byte aligned) whose box fits at
+/// `dst` (1024-byte aligned for the 128-byte swizzle); `bar` expects the bytes.
+#[inline(always)]
+pub unsafe fn tma_load_2d(dst: u32, map: *const u8, c0: u32, c1: u32, bar: u32) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        asm!(
+            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes \
+             [{0}], [{1}, {{{2}, {3}}}], [{4}];",
+            in(reg32) dst, in(reg64) map, in(reg32) c0, in(reg32) c1, in(reg32) bar,
+            options(nostack)
+        )
+    };
+}
+
+/// `wgmma.fence`: order earlier register writes of the accumulators (and shared-memory
+/// writes of the operands) before the wgmmas that follow. Before the first wgmma of a batch.
+#[inline(always)]
+pub fn wgmma_fence() {
+    // SAFETY: all threads of the warpgroup execute it.
+    unsafe { asm!("wgmma.fence.sync.aligned;", options(nostack)) };
+}
+
+/// Close the wgmmas issued since the last commit into one group.
+#[inline(always)]
+pub fn wgmma_commit() {
+    // SAFETY: as `wgmma_fence`.
+    unsafe { asm!("wgmma.commit_group.sync.aligned;", options(nostack)) };
+}
+
+/// Wait until at most `N` committed wgmma groups are still running.
+#[inline(always)]
+pub fn wgmma_wait<const N: u32>() {
+    // SAFETY: as `wgmma_fence`.
+    unsafe { asm!("wgmma.wait_group.sync.aligned {n};", n = const N, options(nostack)) };
+}
+
+/// Writes out `wgmma.mma_async.sync.aligned.m64n{N}k16.f32.bf16.bf16` with its N/2
+/// accumulator registers as in-out operands (the descriptors and the immediates after them).
+macro_rules! wgmma_bf16 {
+    ($name:ident, $n:literal, $len:literal; $first:literal $($i:literal)*) => {
+        #[doc = concat!("`d += A·B` for a 64×", stringify!($n), " f32 tile: one ",
+            "`wgmma.mma_async.m64n", stringify!($n), "k16.f32.bf16.bf16` with A (64×16) and B ",
+            "(", stringify!($n), "×16, K-major) read from shared memory through the ",
+            "descriptors. Asynchronous: see the module docs.")]
+        ///
+        /// # Safety
+        /// All 128 threads of a warpgroup execute it together, between `wgmma_fence` and a
+        /// `wgmma_commit`/`wgmma_wait` before `d` is read or the tiles are overwritten; the
+        /// descriptors describe live, swizzled tiles of shared memory.
+        #[inline(always)]
+        pub unsafe fn $name(d: &mut [f32; $len], a_desc: u64, b_desc: u64) {
+            // SAFETY: forwarded from the caller.
+            unsafe {
+                asm!(
+                    concat!(
+                        "wgmma.mma_async.sync.aligned.m64n", stringify!($n),
+                        "k16.f32.bf16.bf16 {{",
+                        "{", stringify!($first), "}",
+                        $( ", {", stringify!($i), "}", )*
+                        "}}, {a}, {b}, 1, 1, 1, 0, 0;"
+                    ),
+                    inout(reg32) d[$first],
+                    $( inout(reg32) d[$i], )*
+                    a = in(reg64) a_desc,
+                    b = in(reg64) b_desc,
+                    options(nostack)
+                )
+            };
+        }
+    };
+}
+
+wgmma_bf16!(wgmma_m64n128k16_bf16, 128, 64;
+    0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+    32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61
+    62 63);
+
+wgmma_bf16!(wgmma_m64n256k16_bf16, 256, 128;
+    0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+    32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61
+    62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91
+    92 93 94 95 96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115
+    116 117 118 119 120 121 122 123 124 125 126 127);
