@@ -14,7 +14,11 @@ pub const TOOLS_VAR: &str = "ROOFLAB_LLVM_TOOLS";
 /// PTX ISA the PTX declares: 7.8 is what sm_90 needs at least (CUDA 11.8 drivers accept it);
 /// the arch-specific sm_90a (wgmma, setmaxnreg, `cp.async.bulk.tensor`) needs 8.0 (CUDA 12.0).
 fn ptx_isa(cpu: &str) -> &'static str {
-    if cpu.ends_with('a') { "+ptx80" } else { "+ptx78" }
+    if cpu.ends_with('a') {
+        "+ptx80"
+    } else {
+        "+ptx78"
+    }
 }
 
 /// The marker a kernel body leaves in its PTX (through `gpu::launch_bounds`, an inline-asm
@@ -22,6 +26,9 @@ fn ptx_isa(cpu: &str) -> &'static str {
 /// attribute for (CUDA C++ writes `__launch_bounds__(THREADS, BLOCKS)`). ptxas then caps the
 /// registers so that BLOCKS blocks of THREADS fit, and `setmaxnreg` takes effect.
 pub const LAUNCH_BOUNDS_MARKER: &str = "// rooflab:launch_bounds ";
+/// The marker of `gpu::hopper::cluster_dims`: `.reqnctapercluster CTAS, 1, 1` (CUDA C++'s
+/// `__cluster_dims__`), so that a plain launch makes clusters.
+pub const CLUSTER_MARKER: &str = "// rooflab:cluster_dims ";
 
 /// Puts the directives each marker asks for in front of its entry's body. Errors on a marker
 /// that is malformed or outside any entry.
@@ -40,15 +47,30 @@ pub fn apply_launch_bounds(ptx: &str) -> Result<String, String> {
             in_entry_header = false;
             body_open = Some(out.len());
         }
-        if let Some(rest) = t.strip_prefix(LAUNCH_BOUNDS_MARKER.trim_start()) {
-            let nums: Vec<u32> = rest.split_whitespace().map(|n| n.parse::<u32>()).collect::<Result<_, _>>()
-                .map_err(|_| format!("malformed launch-bounds marker: {t}"))?;
-            let (&[threads, blocks], Some(open)) = (nums.as_slice(), body_open) else {
-                return Err(format!("launch-bounds marker outside an entry or malformed: {t}"));
+        for (marker, arity, directive) in [
+            (LAUNCH_BOUNDS_MARKER, 2, ".maxntid"),
+            (CLUSTER_MARKER, 1, ".reqnctapercluster"),
+        ] {
+            let Some(rest) = t.strip_prefix(marker) else {
+                continue;
             };
-            let directives = format!(".maxntid {threads}, 1, 1\n.minnctapersm {blocks}");
-            if !out[..open].iter().rev().take(2).any(|l| l.starts_with(".maxntid")) {
-                out.insert(open, directives);
+            let nums: Vec<u32> = rest
+                .split_whitespace()
+                .map(|n| n.parse::<u32>())
+                .collect::<Result<_, _>>()
+                .map_err(|_| format!("malformed marker: {t}"))?;
+            let (true, Some(open)) = (nums.len() == arity, body_open) else {
+                return Err(format!("marker outside an entry or malformed: {t}"));
+            };
+            let text = match *nums.as_slice() {
+                [threads, blocks] => format!(".maxntid {threads}, 1, 1\n.minnctapersm {blocks}"),
+                [ctas] => format!(".reqnctapercluster {ctas}, 1, 1"),
+                _ => unreachable!(),
+            };
+            // Once per entry, even if the body was inlined twice.
+            let header = &out[open.saturating_sub(4)..open];
+            if !header.iter().any(|l| l.starts_with(directive)) {
+                out.insert(open, text);
                 body_open = Some(open + 1);
             }
         }

@@ -205,11 +205,16 @@ pub fn measure(gpu: &Gpu, quick: bool, reps: Reps) -> Result<Ceilings> {
     let kernel = wgmma_throughput::ceilings_wgmma_throughput;
     let wgmma_roof = match gpu.available(kernel) {
         Ok(()) => {
-            let threads =
-                sms * wgmma_throughput::BLOCKS_PER_SM as u64 * wgmma_throughput::BLOCK_THREADS as u64;
+            let threads = sms
+                * wgmma_throughput::BLOCKS_PER_SM as u64
+                * wgmma_throughput::BLOCK_THREADS as u64;
             let mut out = gpu.alloc::<f32>(threads as usize)?;
-            let cfg = LaunchConfig::for_threads(kernel.name(), threads, wgmma_throughput::BLOCK_THREADS)?;
-            let cfg = LaunchConfig { shared_bytes: wgmma_throughput::SHARED_BYTES, ..cfg };
+            let cfg =
+                LaunchConfig::for_threads(kernel.name(), threads, wgmma_throughput::BLOCK_THREADS)?;
+            let cfg = LaunchConfig {
+                shared_bytes: wgmma_throughput::SHARED_BYTES,
+                ..cfg
+            };
             let iters: u32 = if quick { 256 } else { 2048 };
             // SAFETY: `out` holds one f32 per thread; the block gets the shared memory the
             // kernel's tiles need.
@@ -221,7 +226,10 @@ pub fn measure(gpu: &Gpu, quick: bool, reps: Reps) -> Result<Ceilings> {
                 Flops(warpgroups * wgmma_throughput::FLOPS_PER_WARPGROUP_ITER * iters as u64);
             let r = row(
                 "BF16 tensor (wgmma)",
-                format!("{kernel}, wgmma.m64n256k16 on resident tiles, {} warpgroups/SM", wgmma_throughput::WARPGROUPS),
+                format!(
+                    "{kernel}, wgmma.m64n256k16 on resident tiles, {} warpgroups/SM",
+                    wgmma_throughput::WARPGROUPS
+                ),
                 flops.tflops(s.median_us) * 1e3,
                 "GFLOP/s",
                 &s,

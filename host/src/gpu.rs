@@ -102,6 +102,8 @@ pub struct Gpu {
     last_kernel: std::cell::Cell<Option<KernelId>>,
     /// TMA tensor maps uploaded so far, by what they encode (filled by the tma module).
     pub(crate) tensor_maps: RefCell<HashMap<[u64; 5], DeviceArray<u64>>>,
+    /// `max_active_clusters` answers, per kernel.
+    active_clusters: RefCell<HashMap<KernelId, u32>>,
     _context: Context,
 }
 
@@ -202,6 +204,7 @@ impl Gpu {
             functions: RefCell::new(HashMap::new()),
             last_kernel: std::cell::Cell::new(None),
             tensor_maps: RefCell::new(HashMap::new()),
+            active_clusters: RefCell::new(HashMap::new()),
             _context: context,
         })
     }
@@ -362,6 +365,52 @@ impl Gpu {
         }))
     }
 
+    /// Above 48 KiB a kernel must opt in to more dynamic shared memory (per function).
+    fn opt_in_shared(&self, id: KernelId, func: &Function<'static>, bytes: u32) -> Result<()> {
+        if bytes <= 48 * 1024 {
+            return Ok(());
+        }
+        // SAFETY: a valid function handle and attribute (8 = MAX_DYNAMIC_SHARED_SIZE_BYTES).
+        let code = unsafe { raw::cuFuncSetAttribute(func.to_raw().cast(), 8, bytes as i32) };
+        if code != 0 {
+            return Err(Error::Other(format!(
+                "`{id}` asks for {bytes} bytes of shared memory, the device allows {}: {}",
+                self.info.max_shared_per_block_optin,
+                error_name(code)
+            )));
+        }
+        Ok(())
+    }
+
+    /// How many clusters of `cluster` blocks of `kernel` (`block_threads` threads,
+    /// `shared_bytes` of dynamic shared memory) run at once on this GPU, asked of the driver
+    /// once per kernel (`cuOccupancyMaxActiveClusters`): not simply #SMs / cluster, since a
+    /// cluster's blocks share one GPC and a GPC's SM count need not divide evenly.
+    pub fn max_active_clusters(
+        &self,
+        kernel: KernelId,
+        cluster: u32,
+        block_threads: u32,
+        shared_bytes: u32,
+    ) -> Result<u32> {
+        if let Some(&n) = self.active_clusters.borrow().get(&kernel) {
+            return Ok(n);
+        }
+        let func = self.function(kernel)?;
+        self.opt_in_shared(kernel, &func, shared_bytes)?;
+        // SAFETY: a live function of this Gpu's module, opted in to `shared_bytes`.
+        let n = unsafe {
+            crate::cuda12::max_active_clusters(
+                func.to_raw().cast(),
+                cluster,
+                block_threads,
+                shared_bytes,
+            )
+        }?;
+        self.active_clusters.borrow_mut().insert(kernel, n);
+        Ok(n)
+    }
+
     /// Launch `kernel` on this Gpu's stream with `args`, whose types must match the entry's
     /// parameters (a [`View`] for `*const T`, a [`ViewMut`] for `*mut T`, the scalar itself
     /// otherwise): checked at compile time. Geometry problems become `Error::Launch`, a
@@ -378,21 +427,7 @@ impl Gpu {
     ) -> Result<()> {
         let id = kernel.id();
         let func = self.function(id)?;
-        if cfg.shared_bytes > 48 * 1024 {
-            // Above 48 KiB a kernel must opt in to more dynamic shared memory.
-            // SAFETY: a valid function handle and attribute (8 = MAX_DYNAMIC_SHARED_SIZE_BYTES).
-            let code = unsafe {
-                raw::cuFuncSetAttribute(func.to_raw().cast(), 8, cfg.shared_bytes as i32)
-            };
-            if code != 0 {
-                return Err(Error::Other(format!(
-                    "`{id}` asks for {} bytes of shared memory, the device allows {}: {}",
-                    cfg.shared_bytes,
-                    self.info.max_shared_per_block_optin,
-                    error_name(code)
-                )));
-            }
-        }
+        self.opt_in_shared(id, &func, cfg.shared_bytes)?;
         self.last_kernel.set(Some(id));
         let r = args.with_params(|params| {
             // SAFETY: `func` belongs to this Gpu's live module; `params` holds one pointer per

@@ -21,6 +21,7 @@ pub mod bench;
 pub mod ceilings;
 pub mod check;
 pub mod cost;
+pub mod cuda12;
 pub mod docs;
 pub mod error;
 pub mod explain;

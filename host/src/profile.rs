@@ -44,6 +44,11 @@ pub const METRICS: &[&str] = &[
     "smsp__sass_inst_executed_op_shared_st.sum",
     "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
     "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    // The tensor pipes (wgmma, mma.sync) and L2: what binds a tensor-core GEMM.
+    "sm__pipe_tensor_op_hgmma_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+    "lts__t_bytes.sum",
 ];
 
 /// Warm-up launches before the profiled one (caches, clocks, lazy module loading).
@@ -515,6 +520,31 @@ pub fn compare_with_model(case: &Case, kernels: &[KernelMetrics], roofs: &Roofs)
             "compute/memory throughput",
             pct(k.get("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed")),
             "the busiest memory unit",
+        );
+        row(
+            &mut s,
+            "tensor pipe busy wgmma / mma.sync",
+            format!(
+                "{} / {}",
+                pct(k.get(
+                    "sm__pipe_tensor_op_hgmma_cycles_active.avg.pct_of_peak_sustained_elapsed"
+                )),
+                pct(k.get(
+                    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed"
+                ))
+            ),
+            "of elapsed cycles",
+        );
+        row(
+            &mut s,
+            "L2 throughput, bytes",
+            format!(
+                "{} / {}",
+                pct(k.get("lts__throughput.avg.pct_of_peak_sustained_elapsed")),
+                k.get("lts__t_bytes.sum")
+                    .map_or("-".into(), |b| Bytes(b as u64).to_string())
+            ),
+            "of peak; through L2 in all",
         );
         row(
             &mut s,

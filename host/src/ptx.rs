@@ -24,7 +24,11 @@ pub fn is_arch_specific(arch: &str) -> bool {
 pub fn runs_on(arch: &str, major: i32, minor: i32) -> bool {
     let cc = (major * 10 + minor) as u32;
     let a = arch_number(arch);
-    if is_arch_specific(arch) { a == cc } else { a <= cc }
+    if is_arch_specific(arch) {
+        a == cc
+    } else {
+        a <= cc
+    }
 }
 
 /// The newest built PTX the device (compute capability `major.minor`) can run, the
@@ -41,7 +45,10 @@ pub fn choose(major: i32, minor: i32) -> Option<(&'static str, &'static str)> {
 /// kernel; `None` if no built PTX has it.
 pub fn first_arch_with(name: &str) -> Option<&'static str> {
     let needle = format!(".entry {name}(");
-    BUILT.iter().find(|(_, p)| p.contains(&needle)).map(|(a, _)| *a)
+    BUILT
+        .iter()
+        .find(|(_, p)| p.contains(&needle))
+        .map(|(a, _)| *a)
 }
 
 /// The `.version` a PTX file declares, e.g. "7.8".
@@ -121,10 +128,27 @@ mod tests {
         let ptx = ".visible .entry k(\n\t.param .u32 k_param_0\n)\n{\n\t// begin inline asm\n\t// rooflab:launch_bounds 384 1\n\t// end inline asm\n\tret;\n}\n.visible .entry j(\n)\n{\n\tret;\n}\n";
         let out = build_linker::apply_launch_bounds(ptx).unwrap();
         let k = out.split(".visible .entry j").next().unwrap();
-        assert!(k.contains(")\n.maxntid 384, 1, 1\n.minnctapersm 1\n{"), "{out}");
+        assert!(
+            k.contains(")\n.maxntid 384, 1, 1\n.minnctapersm 1\n{"),
+            "{out}"
+        );
         assert_eq!(out.matches(".maxntid").count(), 1, "{out}");
+        let both = ptx.replace(
+            "// rooflab:launch_bounds 384 1",
+            "// rooflab:launch_bounds 384 1\n\t// rooflab:cluster_dims 2",
+        );
+        let out = build_linker::apply_launch_bounds(&both).unwrap();
+        assert!(
+            out.contains(".maxntid 384, 1, 1\n.minnctapersm 1\n.reqnctapercluster 2, 1, 1\n{")
+                || out.contains(".reqnctapercluster 2, 1, 1\n.maxntid"),
+            "{out}"
+        );
+        assert_eq!(out.matches(".reqnctapercluster").count(), 1, "{out}");
         assert!(build_linker::apply_launch_bounds("// rooflab:launch_bounds 1 1\n").is_err());
-        assert!(build_linker::apply_launch_bounds(".entry k(\n)\n{\n// rooflab:launch_bounds x\n}").is_err());
+        assert!(
+            build_linker::apply_launch_bounds(".entry k(\n)\n{\n// rooflab:launch_bounds x\n}")
+                .is_err()
+        );
     }
 
     #[test]

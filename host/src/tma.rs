@@ -1,21 +1,16 @@
 //! Tensor maps for TMA (`cuTensorMapEncodeTiled`) and where kernels find them.
 //!
-//! cust 0.3 speaks the CUDA 11.4 driver API, which has no tensor maps (CUDA 12.0). rooflab
-//! needs one call of it, so it declares that call itself and looks it up in the driver
-//! library already loaded (`libcuda.so.1`, through `libloading`) at first use, instead of
-//! linking the symbol: a binary built here then still starts on an older driver, and only
-//! the TMA steps report that the driver is too old for them.
+//! cust 0.3 speaks the CUDA 11.4 driver API, which has no tensor maps (CUDA 12.0): the encoding
+//! call comes from [`crate::cuda12`], looked up at run time, so only the TMA steps report a
+//! driver too old for them.
 //!
 //! A map is encoded on the host and copied to a small device allocation that [`Gpu`] keeps,
 //! keyed by everything the encoding depends on: a kernel takes it as `*const TensorMap`.
 //! The same (address, shape, box) always gives the same map, so a key can be reused safely
 //! even after the buffer it described was freed and another took its place.
 
-use std::ffi::c_void;
-use std::sync::OnceLock;
-
-use libloading::Library;
 use rooflab_kernels::tensor_map::{TENSOR_MAP_BYTES, TensorMap};
+use std::ffi::c_void;
 
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Param, View};
@@ -30,25 +25,6 @@ const SWIZZLE_128B: i32 = 3;
 const L2_PROMOTION_256B: i32 = 3;
 /// `CUtensorMapFloatOOBfill`: NONE, i.e. zeros outside the tensor.
 const OOB_FILL_ZEROS: i32 = 0;
-
-/// CUresult cuTensorMapEncodeTiled(CUtensorMap*, CUtensorMapDataType, cuuint32_t rank,
-/// void* globalAddress, const cuuint64_t* globalDim, const cuuint64_t* globalStrides,
-/// const cuuint32_t* boxDim, const cuuint32_t* elementStrides, interleave, swizzle,
-/// l2Promotion, oobFill) — CUDA 12.0's `cuda.h`.
-type EncodeTiled = unsafe extern "C" fn(
-    *mut TensorMap,
-    i32,
-    u32,
-    *mut c_void,
-    *const u64,
-    *const u64,
-    *const u32,
-    *const u32,
-    i32,
-    i32,
-    i32,
-    i32,
-) -> i32;
 
 /// A bf16 matrix the copy engine reads in boxes: `rows × cols` row-major (cols contiguous),
 /// boxes of `box_rows × box_cols` written into shared memory in the 128-byte swizzle.
@@ -129,34 +105,10 @@ impl Param<*const TensorMap> for TensorMapRef {
 /// still read them).
 const MAX_MAPS: usize = 4096;
 
-/// The driver's `cuTensorMapEncodeTiled`, looked up once per process.
-fn encoder() -> Result<EncodeTiled> {
-    static ENCODE: OnceLock<std::result::Result<(Library, EncodeTiled), String>> = OnceLock::new();
-    let found = ENCODE.get_or_init(|| {
-        // SAFETY: loading the driver library the process already uses; its initializers
-        // have run.
-        let lib = unsafe { Library::new("libcuda.so.1") }
-            .map_err(|e| format!("could not open libcuda.so.1: {e}"))?;
-        // SAFETY: the symbol has the signature of CUDA 12's cuda.h (EncodeTiled).
-        let f = unsafe { lib.get::<EncodeTiled>(b"cuTensorMapEncodeTiled\0") }
-            .map(|s| *s)
-            .map_err(|_| "no cuTensorMapEncodeTiled".to_string())?;
-        Ok((lib, f))
-    });
-    match found {
-        Ok((_, f)) => Ok(*f),
-        Err(why) => Err(Error::DriverTooOld {
-            have: format!("one whose libcuda has no tensor maps ({why})"),
-            need: "12.0".into(),
-            isa: "8.0 (TMA)".into(),
-        }),
-    }
-}
-
 impl Bf16Tiles {
     /// Encode the map on the host (no device memory involved).
     pub fn encode(self) -> Result<TensorMap> {
-        let f = encoder()?;
+        let f = crate::cuda12::encode_tiled()?;
         let t = self;
         let mut map = TensorMap([0; 16]);
         let dims = [t.cols, t.rows];

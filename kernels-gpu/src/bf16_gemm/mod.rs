@@ -28,7 +28,8 @@
 //! - v07: `wgmma.m64n256k16` from shared memory, one warpgroup, a `cp.async` ring;
 //! - v08: the tiles brought by TMA into an mbarrier ring ([`tma_ring`]);
 //! - v09: a producer warpgroup and two consumer warpgroups, `setmaxnreg`;
-//! - v10: v09 persistent, tiles in L2-friendly groups.
+//! - v10: v09 persistent, tiles in L2-friendly groups;
+//! - v11: v09 in clusters of two sharing each W tile through TMA multicast.
 
 /// `unroll!(N, i => { body })`: `body` for `i` = 0, 1, .. N-1 (N ≤ 16, a constant
 /// expression, e.g. a const generic), as written-out copies guarded by `i < N`, which fold
@@ -57,6 +58,7 @@ pub mod v07_wgmma;
 pub mod v08_tma;
 pub mod v09_warp_specialized;
 pub mod v10_persistent;
+pub mod v11_cluster_multicast;
 
 pub mod tma_ring;
 pub mod wgmma_tile;

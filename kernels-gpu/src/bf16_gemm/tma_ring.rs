@@ -9,7 +9,12 @@
 //!   them between its wgmmas;
 //! - `PERSISTENT`: a grid of at most one block per SM walks the tiles in groups of
 //!   `GROUP_M` row blocks (a group's x rows and the W columns it sweeps stay in L2);
-//!   otherwise one tile per block, (blockIdx.y, blockIdx.x).
+//!   otherwise one tile per block, (blockIdx.y, blockIdx.x);
+//! - `CLUSTER` = 2: blocks come in clusters of two on neighbouring row blocks (consecutive
+//!   x; persistent, the cluster walks pairs of row blocks): the pair needs the same 256
+//!   rows of W, so each block loads 128 of them and the copy engine *multicasts* them into
+//!   both blocks' stages; a stage is then empty only when the consumers of both blocks have
+//!   released it (each consumer warp arrives on its own and on its peer's empty barrier).
 //!
 //! The ring, counted in K tiles `j` over all the tiles a block takes: stage `j % STAGES`,
 //! round `j / STAGES`. The producer waits until `empty[s]` has completed the round before
@@ -40,7 +45,11 @@ pub const fn grouped_tile(l: u32, tiles_m: u32, tiles_n: u32) -> (u32, u32) {
     let per_group = GROUP_M * tiles_n;
     let group = l / per_group;
     let first_m = group * GROUP_M;
-    let rows = if tiles_m - first_m < GROUP_M { tiles_m - first_m } else { GROUP_M };
+    let rows = if tiles_m - first_m < GROUP_M {
+        tiles_m - first_m
+    } else {
+        GROUP_M
+    };
     let in_group = l % per_group;
     (first_m + in_group % rows, in_group / rows)
 }
@@ -48,13 +57,14 @@ pub const fn grouped_tile(l: u32, tiles_m: u32, tiles_n: u32) -> (u32, u32) {
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
 pub(crate) mod dev {
     use super::super::dev::pairs_storable;
-    use super::super::wgmma_tile::{self, dev::mma_stage, dev::store_tile, BK, BN, WG_M};
+    use super::super::wgmma_tile::{self, BK, BN, WG_M, dev::mma_stage, dev::store_tile};
     use super::grouped_tile;
     use crate::gpu::async_copy::shared_addr;
     use crate::gpu::hopper::{
-        fence_mbarrier_init, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_init,
-        mbarrier_wait, prefetch_tensormap, setmaxnreg_dec, setmaxnreg_inc, tma_load_2d,
-        wgmma_commit, wgmma_fence, wgmma_wait,
+        cluster_ctarank, cluster_sync, fence_mbarrier_init, mbarrier_arrive,
+        mbarrier_arrive_cluster, mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait,
+        mbarrier_wait_cluster, prefetch_tensormap, setmaxnreg_dec, setmaxnreg_inc, tma_load_2d,
+        tma_load_2d_multicast, wgmma_commit, wgmma_fence, wgmma_wait,
     };
     use crate::gpu::vector::F32x4;
     use crate::gpu::{shared, sync_threads, thread};
@@ -90,12 +100,30 @@ pub(crate) mod dev {
     }
 
     /// The tiles this block takes, in order: `(row block, column block)` for i = 0, 1, ...
-    /// until `None`.
+    /// until `None`. Clustered grids have the row blocks in x (a cluster is consecutive x);
+    /// persistent clusters walk *pairs* of row blocks (one each) in the grouped order, every
+    /// block of a cluster the same number of tiles (a row block past M computes zeros and
+    /// stores nothing), so that they stay in step.
     #[inline(always)]
-    fn tile_of<const PERSISTENT: bool>(i: u32, tiles_m: u32, tiles_n: u32) -> Option<(u32, u32)> {
+    fn tile_of<const PERSISTENT: bool, const CLUSTER: u32>(
+        i: u32,
+        rank: u32,
+        tiles_m: u32,
+        tiles_n: u32,
+    ) -> Option<(u32, u32)> {
         if PERSISTENT {
-            let l = thread::block_idx_x() + i * thread::grid_dim_x();
-            (l < tiles_m * tiles_n).then(|| grouped_tile(l, tiles_m, tiles_n))
+            let (unit, units) = (
+                thread::block_idx_x() / CLUSTER,
+                thread::grid_dim_x() / CLUSTER,
+            );
+            let groups_m = tiles_m.div_ceil(CLUSTER);
+            let l = unit + i * units;
+            (l < groups_m * tiles_n).then(|| {
+                let (gm, tn) = grouped_tile(l, groups_m, tiles_n);
+                (gm * CLUSTER + rank, tn)
+            })
+        } else if CLUSTER > 1 {
+            (i == 0).then(|| (thread::block_idx_x(), thread::block_idx_y()))
         } else {
             (i == 0).then(|| (thread::block_idx_y(), thread::block_idx_x()))
         }
@@ -106,26 +134,76 @@ pub(crate) mod dev {
     ///
     /// # Safety
     /// One thread; the maps describe x (M×K, box 64 × bm) and W (N×K, box 64 × 256).
+    /// With `CLUSTER` > 1 the W box is `BN / CLUSTER` rows: block `rank` loads its share
+    /// and multicasts it to the whole cluster, whose blocks all arm `full` for the whole
+    /// stage (their own x and every share of W).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn produce<const STAGES: u32>(
+    unsafe fn produce<const STAGES: u32, const CLUSTER: u32>(
         ring: Ring<STAGES>,
         j: u32,
         tm: u32,
         tn: u32,
         kt: u32,
         bm: u32,
+        rank: u32,
         xmap: *const TensorMap,
         wmap: *const TensorMap,
     ) {
         let s = ring.stage(j);
         // SAFETY: initialized barriers; the stage holds ring.stage_bytes; the copies fill
-        // exactly the bytes armed (TMA counts zero-filled bytes too).
+        // exactly the bytes armed (TMA counts zero-filled bytes too), with CLUSTER > 1 the
+        // W shares of every block of the cluster together.
         unsafe {
-            mbarrier_wait(ring.empty(j), Ring::<STAGES>::round_parity(j) ^ 1);
+            if CLUSTER > 1 {
+                mbarrier_wait_cluster(ring.empty(j), Ring::<STAGES>::round_parity(j) ^ 1);
+            } else {
+                mbarrier_wait(ring.empty(j), Ring::<STAGES>::round_parity(j) ^ 1);
+            }
             mbarrier_arrive_expect_tx(ring.full(j), ring.stage_bytes);
             tma_load_2d(s, xmap.cast(), kt * BK, tm * bm, ring.full(j));
-            tma_load_2d(s + ring.x_bytes, wmap.cast(), kt * BK, tn * BN, ring.full(j));
+            if CLUSTER > 1 {
+                let share = BN / CLUSTER;
+                let mask = ((1u32 << CLUSTER) - 1) as u16;
+                tma_load_2d_multicast(
+                    s + ring.x_bytes + rank * share * BK * 2,
+                    wmap.cast(),
+                    kt * BK,
+                    tn * BN + rank * share,
+                    ring.full(j),
+                    mask,
+                );
+            } else {
+                tma_load_2d(
+                    s + ring.x_bytes,
+                    wmap.cast(),
+                    kt * BK,
+                    tn * BN,
+                    ring.full(j),
+                );
+            }
+        }
+    }
+
+    /// Release the stage of ring position `j`: lane 0 of the warp arrives on its block's
+    /// empty barrier and, with clusters, on every other block's.
+    #[inline(always)]
+    unsafe fn release<const STAGES: u32, const CLUSTER: u32>(
+        ring: Ring<STAGES>,
+        j: u32,
+        rank: u32,
+    ) {
+        // SAFETY: forwarded (initialized barriers; the cluster's blocks wait for each other
+        // before exiting).
+        unsafe {
+            mbarrier_arrive(ring.empty(j));
+            let mut r = 0;
+            while r < CLUSTER {
+                if r != rank {
+                    mbarrier_arrive_cluster(ring.empty(j), r);
+                }
+                r += 1;
+            }
         }
     }
 
@@ -142,6 +220,7 @@ pub(crate) mod dev {
         const CONSUMERS: u32,
         const SPECIALIZED: bool,
         const PERSISTENT: bool,
+        const CLUSTER: u32,
         const STAGES: u32,
     >(
         m: u32,
@@ -151,7 +230,7 @@ pub(crate) mod dev {
         wmap: *const TensorMap,
         y: *mut u16,
     ) {
-        const { assert!(SPECIALIZED || !PERSISTENT) };
+        const { assert!((SPECIALIZED || !PERSISTENT) && (CLUSTER == 1 || SPECIALIZED)) };
         let bm = WG_M * CONSUMERS;
         let ring = Ring::<STAGES> {
             base: (shared_addr(shared::dynamic_shared_mem::<F32x4>()) + 1023) & !1023,
@@ -160,6 +239,7 @@ pub(crate) mod dev {
         };
         let t = thread::thread_idx_x();
         let wg = t / 128;
+        let rank = if CLUSTER > 1 { cluster_ctarank() } else { 0 };
         if t == 0 {
             // SAFETY: the barriers lie past the stages, inside the dynamic shared memory.
             unsafe {
@@ -167,12 +247,18 @@ pub(crate) mod dev {
                 prefetch_tensormap(wmap.cast());
                 for s in 0..STAGES {
                     mbarrier_init(ring.full(s), 1);
-                    mbarrier_init(ring.empty(s), 4 * CONSUMERS);
+                    mbarrier_init(ring.empty(s), 4 * CONSUMERS * CLUSTER);
                 }
             }
             fence_mbarrier_init();
         }
-        sync_threads();
+        // With clusters, the peer's barriers must be initialized before anything arrives on
+        // them or multicasts into its stages.
+        if CLUSTER > 1 {
+            cluster_sync();
+        } else {
+            sync_threads();
+        }
         let (tiles_m, tiles_n, ktiles) = (m.div_ceil(bm), n.div_ceil(BN), k.div_ceil(BK));
 
         if SPECIALIZED && wg == 0 {
@@ -180,20 +266,63 @@ pub(crate) mod dev {
             if t == 0 {
                 let mut j = 0;
                 let mut i = 0;
-                while let Some((tm, tn)) = tile_of::<PERSISTENT>(i, tiles_m, tiles_n) {
+                while let Some((tm, tn)) = tile_of::<PERSISTENT, CLUSTER>(i, rank, tiles_m, tiles_n)
+                {
                     for kt in 0..ktiles {
                         // SAFETY: thread 0 only; maps as the body's contract.
-                        unsafe { produce(ring, j, tm, tn, kt, bm, xmap, wmap) };
+                        unsafe {
+                            produce::<STAGES, CLUSTER>(ring, j, tm, tn, kt, bm, rank, xmap, wmap)
+                        };
                         j += 1;
                     }
                     i += 1;
                 }
             }
-            return;
+        } else {
+            if SPECIALIZED {
+                setmaxnreg_inc::<CONSUMER_REGS>();
+            }
+            // SAFETY: forwarded.
+            unsafe {
+                consume::<CONSUMERS, SPECIALIZED, PERSISTENT, CLUSTER, STAGES>(
+                    ring, m, n, k, rank, xmap, wmap, y,
+                )
+            };
         }
-        if SPECIALIZED {
-            setmaxnreg_inc::<CONSUMER_REGS>();
+        // A block of a cluster stays until its peer is done multicasting into it and
+        // arriving on its barriers.
+        if CLUSTER > 1 {
+            cluster_sync();
         }
+    }
+
+    /// The consumer warpgroups' part of [`body`] (and the inline producer's, without a
+    /// producer warpgroup).
+    ///
+    /// # Safety
+    /// As [`body`].
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn consume<
+        const CONSUMERS: u32,
+        const SPECIALIZED: bool,
+        const PERSISTENT: bool,
+        const CLUSTER: u32,
+        const STAGES: u32,
+    >(
+        ring: Ring<STAGES>,
+        m: u32,
+        n: u32,
+        k: u32,
+        rank: u32,
+        xmap: *const TensorMap,
+        wmap: *const TensorMap,
+        y: *mut u16,
+    ) {
+        let bm = WG_M * CONSUMERS;
+        let (tiles_m, tiles_n, ktiles) = (m.div_ceil(bm), n.div_ceil(BN), k.div_ceil(BK));
+        let t = thread::thread_idx_x();
+        let wg = t / 128;
         let c = if SPECIALIZED { wg - 1 } else { wg };
         let ct = t % 128;
         let lane = t % 32;
@@ -204,12 +333,12 @@ pub(crate) mod dev {
             let (tm, tn) = (thread::block_idx_y(), thread::block_idx_x());
             for j in 0..STAGES.min(ktiles) {
                 // SAFETY: thread 0; round 0 passes the empty wait at once.
-                unsafe { produce(ring, j, tm, tn, j, bm, xmap, wmap) };
+                unsafe { produce::<STAGES, CLUSTER>(ring, j, tm, tn, j, bm, rank, xmap, wmap) };
             }
         }
         let mut j = 0u32;
         let mut i = 0;
-        while let Some((tm, tn)) = tile_of::<PERSISTENT>(i, tiles_m, tiles_n) {
+        while let Some((tm, tn)) = tile_of::<PERSISTENT, CLUSTER>(i, rank, tiles_m, tiles_n) {
             let mut acc = [0.0f32; wgmma_tile::ACC];
             for kt in 0..ktiles {
                 let s = ring.stage(j);
@@ -223,11 +352,23 @@ pub(crate) mod dev {
                 if kt > 0 {
                     if lane == 0 {
                         // SAFETY: this warp's wgmmas on stage j - 1 are done.
-                        unsafe { mbarrier_arrive(ring.empty(j - 1)) };
+                        unsafe { release::<STAGES, CLUSTER>(ring, j - 1, rank) };
                     }
                     if inline_producer && kt - 1 + STAGES < ktiles {
                         // SAFETY: thread 0; the stage of j - 1 gets K tile kt - 1 + STAGES.
-                        unsafe { produce(ring, j - 1 + STAGES, tm, tn, kt - 1 + STAGES, bm, xmap, wmap) };
+                        unsafe {
+                            produce::<STAGES, CLUSTER>(
+                                ring,
+                                j - 1 + STAGES,
+                                tm,
+                                tn,
+                                kt - 1 + STAGES,
+                                bm,
+                                rank,
+                                xmap,
+                                wmap,
+                            )
+                        };
                     }
                 }
                 j += 1;
@@ -235,11 +376,20 @@ pub(crate) mod dev {
             wgmma_wait::<0>();
             if lane == 0 && ktiles > 0 {
                 // SAFETY: every wgmma of this tile is done.
-                unsafe { mbarrier_arrive(ring.empty(j - 1)) };
+                unsafe { release::<STAGES, CLUSTER>(ring, j - 1, rank) };
             }
             // SAFETY: store_tile masks against M and N.
             unsafe {
-                store_tile(y, m, n, tm * bm + c * WG_M, tn * BN, ct, &acc, pairs_storable(y, n))
+                store_tile(
+                    y,
+                    m,
+                    n,
+                    tm * bm + c * WG_M,
+                    tn * BN,
+                    ct,
+                    &acc,
+                    pairs_storable(y, n),
+                )
             };
             i += 1;
         }

@@ -82,10 +82,24 @@ mod dev {
             // writes BM (BN) rows of 8 chunks at sw128_offset inside the stage's x (W) tile.
             unsafe {
                 copy_chunks_async::<{ BM as usize }, { BK as usize }, T, NA>(
-                    x, m, k, bm0, tile * BK, t, s, sw128_offset,
+                    x,
+                    m,
+                    k,
+                    bm0,
+                    tile * BK,
+                    t,
+                    s,
+                    sw128_offset,
                 );
                 copy_chunks_async::<{ BN as usize }, { BK as usize }, T, NB>(
-                    w, n, k, bn0, tile * BK, t, s + BM * BK * 2, sw128_offset,
+                    w,
+                    n,
+                    k,
+                    bn0,
+                    tile * BK,
+                    t,
+                    s + BM * BK * 2,
+                    sw128_offset,
                 );
             }
         };

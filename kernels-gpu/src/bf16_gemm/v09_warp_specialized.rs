@@ -48,6 +48,6 @@ crate::kernel! {
         crate::gpu::hopper::launch_bounds::<BLOCK_THREADS, 1>();
         // SAFETY: forwarded; the host encodes the maps with boxes 64×BM and 64×BN and the
         // 128-byte swizzle, and launches this geometry on sm_90a.
-        unsafe { tma_ring::dev::body::<CONSUMERS, true, false, STAGES>(m, n, k, x_map, w_map, y) }
+        unsafe { tma_ring::dev::body::<CONSUMERS, true, false, 1, STAGES>(m, n, k, x_map, w_map, y) }
     }
 }

@@ -14,8 +14,8 @@
 //! Memory traffic: as v09 per tile; fewer L2 misses from the grouped order.
 //!
 //! Expected bound: the tensor pipe, less the epilogue no longer overlapped by another
-//! block's wgmmas (a block's consumers still store their own tile). Clusters of 2 with TMA
-//! multicast (halving the L2 → SM traffic of W) are the next step, not taken here.
+//! block's wgmmas (a block's consumers still store their own tile); then the L2 → SM
+//! traffic (v11 cuts it with clusters and TMA multicast).
 //! K a multiple of 8; x, W 16-byte aligned.
 
 use super::{tma_ring, wgmma_tile};
@@ -44,6 +44,6 @@ crate::kernel! {
         crate::gpu::hopper::launch_bounds::<BLOCK_THREADS, 1>();
         // SAFETY: forwarded; the host encodes the maps with boxes 64×BM and 64×BN and the
         // 128-byte swizzle, and launches min(#SMs, tiles) blocks in x on sm_90a.
-        unsafe { tma_ring::dev::body::<CONSUMERS, true, true, STAGES>(m, n, k, x_map, w_map, y) }
+        unsafe { tma_ring::dev::body::<CONSUMERS, true, true, 1, STAGES>(m, n, k, x_map, w_map, y) }
     }
 }

@@ -70,6 +70,117 @@ pub fn launch_bounds<const THREADS: u32, const BLOCKS: u32>() {
     };
 }
 
+/// Writes the cluster marker (see `host/build/linker.rs`): the entry gets
+/// `.reqnctapercluster CTAS, 1, 1`, as CUDA C++'s `__cluster_dims__(CTAS, 1, 1)`; a plain
+/// `cuLaunchKernel` then launches clusters of CTAS consecutive blocks in x (the grid's x a
+/// multiple of CTAS).
+#[inline(always)]
+pub fn cluster_dims<const CTAS: u32>() {
+    // SAFETY: a PTX comment; emits no instruction.
+    unsafe {
+        asm!(
+            "// rooflab:cluster_dims {c}",
+            c = const CTAS,
+            options(nomem, nostack, preserves_flags)
+        )
+    };
+}
+
+/// This block's rank in its cluster (`%cluster_ctarank`).
+#[inline(always)]
+pub fn cluster_ctarank() -> u32 {
+    let r: u32;
+    // SAFETY: reading a special register.
+    unsafe { asm!("mov.u32 {0}, %cluster_ctarank;", out(reg32) r, options(pure, nomem, nostack)) };
+    r
+}
+
+/// A barrier across every thread of the cluster (`barrier.cluster.arrive.release` +
+/// `wait.acquire`): shared-memory writes before it (mbarrier inits included) are visible to
+/// the other blocks after it. Every thread of every block of the cluster executes it. Not
+/// `.aligned`: the threads of a warp may arrive from different branches (the producer
+/// warp's thread 0 after its loop), which the aligned form does not allow.
+#[inline(always)]
+pub fn cluster_sync() {
+    // SAFETY: all threads execute it (callers keep it out of divergent code).
+    unsafe {
+        asm!(
+            "barrier.cluster.arrive.release;",
+            "barrier.cluster.wait.acquire;",
+            options(nostack)
+        )
+    };
+}
+
+/// One arrival on the mbarrier at `.shared` address `bar` *of block `rank` of the cluster*
+/// (`mapa` turns the local address into that block's, then a cluster-scoped release arrive).
+#[inline(always)]
+pub unsafe fn mbarrier_arrive_cluster(bar: u32, rank: u32) {
+    // SAFETY: forwarded from the caller (an initialized mbarrier at the same offset in the
+    // block `rank`, which has not exited).
+    unsafe {
+        asm!(
+            "{{",
+            ".reg .u32 remote;",
+            "mapa.shared::cluster.u32 remote, {0}, {1};",
+            "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];",
+            "}}",
+            in(reg32) bar, in(reg32) rank,
+            options(nostack)
+        )
+    };
+}
+
+/// As [`mbarrier_wait`], with cluster-scoped acquire: for barriers that blocks of the
+/// cluster arrive on remotely.
+#[inline(always)]
+pub unsafe fn mbarrier_wait_cluster(bar: u32, parity: u32) {
+    loop {
+        let done: u32;
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            asm!(
+                "{{",
+                ".reg .pred p;",
+                "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [{1}], {2};",
+                "selp.u32 {0}, 1, 0, p;",
+                "}}",
+                out(reg32) done, in(reg32) bar, in(reg32) parity,
+                options(nostack)
+            )
+        };
+        if done != 0 {
+            return;
+        }
+    }
+}
+
+/// TMA multicast: as [`tma_load_2d`], but the box lands at `dst` in *every block of the
+/// cluster whose bit is set in `mask`*, completing its bytes on the mbarrier at `bar` in
+/// each of them (same offsets in every block).
+///
+/// # Safety
+/// As [`tma_load_2d`], for every block in `mask` (alive, its barrier expecting the bytes).
+#[inline(always)]
+pub unsafe fn tma_load_2d_multicast(
+    dst: u32,
+    map: *const u8,
+    c0: u32,
+    c1: u32,
+    bar: u32,
+    mask: u16,
+) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        asm!(
+            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster \
+             [{0}], [{1}, {{{2}, {3}}}], [{4}], {5};",
+            in(reg32) dst, in(reg64) map, in(reg32) c0, in(reg32) c1, in(reg32) bar, in(reg16) mask,
+            options(nostack)
+        )
+    };
+}
+
 /// Shrink (`setmaxnreg.dec`) this warpgroup's register allocation to `N` per thread: the
 /// producer, which needs few, hands its registers back to the pool.
 #[inline(always)]

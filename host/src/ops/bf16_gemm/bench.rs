@@ -1,13 +1,13 @@
 //! bf16_gemm: the bench cases, all with cuBLAS's BF16 GemmEx (`Cublas::linear_bf16`, the
 //! call behind torch's linear) as the peer:
 //!
-//! - the ladder (every step but v05: mma.sync v01-v04, v06; wgmma v07-v10, sm_90a only) at
+//! - the ladder (every step but v05: mma.sync v01-v04, v06; wgmma v07-v11, sm_90a only) at
 //!   4096³ and 8192³ (`--quick`: 1024³ and 2048³; `--size S`: S³);
 //! - the M sweep at N = K = 8192 (M = 1, 8, 64, 256, 1024, 4096, 8192; ladder
 //!   `sweep_n8192_k8192`) and the MLP projection 8×28672×8192 (ladder
 //!   `sweep_n28672_k8192`): at M ≤ `MAX_M` the weight-streaming step v05 beside the
 //!   tensor-core steps v04 and v10 (and v06 at the MLP shape); at M = 64 all of v01-v04,
-//!   v06, v07 and v10; above, v03, v04, v06, v09 and v10 (the run stays within a few
+//!   v06, v07 and v10; above, v04, v06, v09, v10 and v11 (the run stays within a few
 //!   minutes). `--quick` keeps M = 1, 8 and 256.
 //!
 //! The rows of one shape share its inputs and CPU reference. PyTorch's own column is empty
@@ -192,11 +192,11 @@ pub fn sweep_steps(m: usize) -> Vec<Variant> {
         ]
     } else {
         vec![
-            V03CpAsyncPipeline,
             V04Swizzled,
             V06FragmentDoubleBuffer,
             V09WarpSpecialized,
             V10Persistent,
+            V11ClusterMulticast,
         ]
     }
 }
@@ -310,13 +310,13 @@ mod unit_tests {
         for v in LADDER {
             assert!(all.iter().any(|c| c.variant == v.row_variant()), "{v:?}");
         }
-        // The ladder at both cubes: every step but v05 (v01..v04, v06..v10).
+        // The ladder at both cubes: every step but v05 (v01..v04, v06..v11).
         for s in ["4096^3", "8192^3"] {
             let rows: Vec<_> = all
                 .iter()
                 .filter(|c| c.shape == s && c.ladder == LADDER_NAME)
                 .collect();
-            assert_eq!(rows.len(), 9, "{s}");
+            assert_eq!(rows.len(), 10, "{s}");
         }
         // The sweep: every M at N = K = 8192, each row with v04 (the best tensor-core step),
         // v05 exactly where M <= MAX_M.
@@ -342,7 +342,7 @@ mod unit_tests {
         assert_eq!(mlp.len(), 4);
         assert!(mlp.iter().all(|c| c.shape == "8×28672×8192"));
         // Short enough: a few dozen rows.
-        assert!(all.len() <= 56, "{} rows", all.len());
+        assert!(all.len() <= 60, "{} rows", all.len());
         // Quick: small cubes, a short sweep, no MLP shape.
         let quick = cases(true, None, 1);
         assert!(quick.iter().any(|c| c.shape == "1024^3"));

@@ -5,6 +5,7 @@
 use rooflab_kernels::bf16_gemm::{
     v01_mma_sync, v02_smem_ldmatrix, v03_cp_async_pipeline, v04_swizzled, v05_weight_streaming,
     v06_fragment_double_buffer, v07_wgmma, v08_tma, v09_warp_specialized, v10_persistent,
+    v11_cluster_multicast,
 };
 use rooflab_kernels::kernel::KernelId;
 use rooflab_kernels::tensor_map::TensorMap;
@@ -30,9 +31,10 @@ pub enum Variant {
     V08Tma,
     V09WarpSpecialized,
     V10Persistent,
+    V11ClusterMulticast,
 }
 
-pub const LADDER: [Variant; 10] = [
+pub const LADDER: [Variant; 11] = [
     Variant::V01MmaSync,
     Variant::V02SmemLdmatrix,
     Variant::V03CpAsyncPipeline,
@@ -43,6 +45,7 @@ pub const LADDER: [Variant; 10] = [
     Variant::V08Tma,
     Variant::V09WarpSpecialized,
     Variant::V10Persistent,
+    Variant::V11ClusterMulticast,
 ];
 
 /// The entries that read x and W through pointers: `(m, n, k, x, w, y)`, bf16 as `u16`.
@@ -116,13 +119,15 @@ pub struct Geometry {
     pub k_multiple: u32,
     pub max_m: Option<u32>,
     pub persistent: bool,
+    /// Blocks per cluster (1: no clusters). Clustered steps put row blocks in grid x.
+    pub cluster: u32,
 }
 
 macro_rules! geometry_of {
     ($v:ident, $max_m:expr) => {
-        geometry_of!($v, $max_m, false)
+        geometry_of!($v, $max_m, false, 1)
     };
-    ($v:ident, $max_m:expr, $persistent:expr) => {
+    ($v:ident, $max_m:expr, $persistent:expr, $cluster:expr) => {
         Geometry {
             block_threads: $v::BLOCK_THREADS,
             bm: $v::BM,
@@ -131,6 +136,7 @@ macro_rules! geometry_of {
             k_multiple: $v::K_MULTIPLE,
             max_m: $max_m,
             persistent: $persistent,
+            cluster: $cluster,
         }
     };
 }
@@ -158,6 +164,9 @@ impl Variant {
                 TensorMaps(v09_warp_specialized::bf16_gemm_v09_warp_specialized)
             }
             Variant::V10Persistent => TensorMaps(v10_persistent::bf16_gemm_v10_persistent),
+            Variant::V11ClusterMulticast => {
+                TensorMaps(v11_cluster_multicast::bf16_gemm_v11_cluster_multicast)
+            }
         }
     }
 
@@ -190,7 +199,13 @@ impl Variant {
             Variant::V07Wgmma => geometry_of!(v07_wgmma, None),
             Variant::V08Tma => geometry_of!(v08_tma, None),
             Variant::V09WarpSpecialized => geometry_of!(v09_warp_specialized, None),
-            Variant::V10Persistent => geometry_of!(v10_persistent, None, true),
+            Variant::V10Persistent => geometry_of!(v10_persistent, None, true, 1),
+            Variant::V11ClusterMulticast => geometry_of!(
+                v11_cluster_multicast,
+                None,
+                true,
+                v11_cluster_multicast::CLUSTER
+            ),
         }
     }
 
@@ -265,7 +280,14 @@ impl Variant {
     /// Refused when the grid would pass CUDA's limits (2^31-1 blocks in x, 65535 in y).
     pub fn launch_config(self, d: Dims) -> Result<LaunchConfig> {
         let g = self.geometry();
-        let (gx, gy) = (d.n.div_ceil(g.bn as usize), d.m.div_ceil(g.bm as usize));
+        let (row_blocks, col_blocks) = (d.m.div_ceil(g.bm as usize), d.n.div_ceil(g.bn as usize));
+        // Clusters are consecutive blocks in x: clustered steps put the row blocks there,
+        // rounded up to whole clusters.
+        let (gx, gy) = if g.cluster > 1 {
+            (row_blocks.max(1).next_multiple_of(g.cluster as usize), col_blocks)
+        } else {
+            (col_blocks, row_blocks)
+        };
         let too_large = |what: &str, value: usize, limit: u64| Error::TooLarge {
             op: self.kernel().name().into(),
             what: what.into(),
@@ -382,7 +404,14 @@ pub fn linear(
     let mut cfg = v.launch_config(d)?;
     let g = v.geometry();
     if g.persistent {
-        cfg.grid = persistent_grid(d, g, gpu.info.multiprocessors);
+        // Units that run at once: blocks (one per SM), or whole clusters as the driver
+        // places them.
+        let units = if g.cluster > 1 {
+            gpu.max_active_clusters(kernel, g.cluster, g.block_threads, g.shared_bytes)?
+        } else {
+            gpu.info.multiprocessors
+        };
+        cfg.grid = persistent_grid(d, g, units);
     }
     let dims = (m as u32, n as u32, k as u32);
     match v.entry() {
@@ -396,7 +425,8 @@ pub fn linear(
             let op = kernel.name();
             // Boxes: BM (BN) rows of BK = 64 bf16, the 128-byte swizzle the kernel reads.
             let xm = gpu.tensor_map(Bf16Tiles::new(op, "x", &x, m, k, g.bm, 64)?)?;
-            let wm = gpu.tensor_map(Bf16Tiles::new(op, "W", &w, n, k, g.bn, 64)?)?;
+            // With clusters each block loads its share of the W tile's rows.
+            let wm = gpu.tensor_map(Bf16Tiles::new(op, "W", &w, n, k, g.bn / g.cluster, 64)?)?;
             // SAFETY: as above; the maps describe exactly x (M×K) and W (N×K) of the live
             // views, with the boxes and swizzle the kernel's stages are laid out for (TMA
             // zero-fills past M, N and K).
@@ -405,11 +435,13 @@ pub fn linear(
     }
 }
 
-/// The grid of a persistent step: min(#SMs, tiles) blocks in x (each walks tiles
-/// b, b + grid, ...).
-pub fn persistent_grid(d: Dims, g: Geometry, sms: u32) -> (u32, u32, u32) {
-    let tiles = d.m.div_ceil(g.bm as usize) * d.n.div_ceil(g.bn as usize);
-    (tiles.clamp(1, sms.max(1) as usize) as u32, 1, 1)
+/// The grid of a persistent step: `units` (blocks, or clusters of `g.cluster` blocks, that
+/// run at once) or fewer when there are fewer tiles (clustered: fewer pairs of row blocks ×
+/// column blocks), in x; each walks tiles b, b + units, ...
+pub fn persistent_grid(d: Dims, g: Geometry, units: u32) -> (u32, u32, u32) {
+    let c = g.cluster.max(1) as usize;
+    let work = d.m.div_ceil(g.bm as usize).div_ceil(c) * d.n.div_ceil(g.bn as usize);
+    ((work.clamp(1, units.max(1) as usize) * c) as u32, 1, 1)
 }
 
 #[cfg(test)]
@@ -489,11 +521,19 @@ mod unit_tests {
             for d in shapes {
                 let cfg = v.launch_config(d).unwrap();
                 let g = v.geometry();
-                assert!(cfg.grid.1 as usize * g.bm as usize >= d.m, "{v:?} {d}");
-                assert!(cfg.grid.0 as usize * g.bn as usize >= d.n, "{v:?} {d}");
-                // Not one block too many.
-                assert!((cfg.grid.1 as usize - 1) * (g.bm as usize) < d.m.max(1));
-                assert!((cfg.grid.0 as usize - 1) * (g.bn as usize) < d.n.max(1));
+                // (row blocks, column blocks); clustered steps have the rows in x.
+                let (rows, cols) = if g.cluster > 1 {
+                    assert!(cfg.grid.0.is_multiple_of(g.cluster), "{v:?} {d}");
+                    (cfg.grid.0 as usize, cfg.grid.1 as usize)
+                } else {
+                    (cfg.grid.1 as usize, cfg.grid.0 as usize)
+                };
+                assert!(rows * g.bm as usize >= d.m, "{v:?} {d}");
+                assert!(cols * g.bn as usize >= d.n, "{v:?} {d}");
+                // Not one block too many (beyond rounding up to whole clusters).
+                let spare = g.cluster as usize;
+                assert!((rows - spare) * (g.bm as usize) < d.m.max(1), "{v:?} {d}");
+                assert!((cols - 1) * (g.bn as usize) < d.n.max(1));
                 assert_eq!(cfg.shared_bytes, g.shared_bytes);
                 // Past 48 KiB the launch opts in (gpu.rs); 227 KiB is sm_90's most.
                 assert!(cfg.shared_bytes <= 227 * 1024, "{v:?} shared memory");
@@ -524,8 +564,18 @@ mod unit_tests {
             assert_eq!(v.row_variant(), v.stem());
             // In the sm_80 PTX, or (the wgmma steps) first in the sm_90a one.
             let first = crate::ptx::first_arch_with(name);
-            let want = if matches!(v, Variant::V07Wgmma | Variant::V08Tma
-                | Variant::V09WarpSpecialized | Variant::V10Persistent) { "sm_90a" } else { "sm_80" };
+            let want = if matches!(
+                v,
+                Variant::V07Wgmma
+                    | Variant::V08Tma
+                    | Variant::V09WarpSpecialized
+                    | Variant::V10Persistent
+                    | Variant::V11ClusterMulticast
+            ) {
+                "sm_90a"
+            } else {
+                "sm_80"
+            };
             assert_eq!(first, Some(want), "{name}");
         }
     }
@@ -538,6 +588,15 @@ mod unit_tests {
         assert_eq!(persistent_grid(Dims::new(8192, 8192, 64), g, 132), (132, 1, 1));
         assert_eq!(persistent_grid(Dims::new(1, 1, 8), g, 132), (1, 1, 1));
         assert_eq!(persistent_grid(Dims::new(129, 257, 8), g, 132), (4, 1, 1));
+        // Clustered: whole clusters, as many as fit (66 on 132 SMs if the GPCs allow), each
+        // on a pair of row blocks.
+        let g = Variant::V11ClusterMulticast.geometry();
+        assert!(g.persistent && g.cluster == 2);
+        assert_eq!(persistent_grid(Dims::new(8192, 8192, 64), g, 66), (132, 1, 1));
+        assert_eq!(persistent_grid(Dims::new(8192, 8192, 64), g, 60), (120, 1, 1));
+        // 3 row blocks → 2 pairs, × 2 column blocks: 4 clusters.
+        assert_eq!(persistent_grid(Dims::new(257, 257, 8), g, 66), (8, 1, 1));
+        assert_eq!(persistent_grid(Dims::new(1, 1, 8), g, 66), (2, 1, 1));
         // The grouped order the kernel walks visits each tile once.
         use rooflab_kernels::bf16_gemm::tma_ring::grouped_tile;
         for (tm, tn) in [(1, 1), (3, 5), (8, 16), (17, 3), (32, 32), (9, 1)] {

@@ -1,0 +1,134 @@
+//! The CUDA 12 driver calls rooflab needs and cust 0.3 (the CUDA 11.4 driver API) lacks:
+//! `cuTensorMapEncodeTiled` (TMA descriptors, for the tma module) and
+//! `cuOccupancyMaxActiveClusters` (how many clusters of a kernel fit at once).
+//!
+//! Two calls did not justify a second driver binding beside cust (cudarc's would bring its
+//! own context and stream types), so they are declared here from CUDA 12's `cuda.h` and looked
+//! up in the driver library the process has already loaded (`libcuda.so.1`, through
+//! `libloading`) at first use, instead of being linked: a binary built here still starts on
+//! an older driver, and only the steps that need these calls report that it is too old.
+
+use std::ffi::c_void;
+use std::sync::OnceLock;
+
+use libloading::Library;
+
+use crate::error::{Error, Result};
+
+/// The driver library, opened once per process.
+fn libcuda() -> std::result::Result<&'static Library, String> {
+    static LIB: OnceLock<std::result::Result<Library, String>> = OnceLock::new();
+    LIB.get_or_init(|| {
+        // SAFETY: loading the driver library the process already uses; its initializers
+        // have run.
+        unsafe { Library::new("libcuda.so.1") }
+            .map_err(|e| format!("could not open libcuda.so.1: {e}"))
+    })
+    .as_ref()
+    .map_err(Clone::clone)
+}
+
+/// The symbol `name` (NUL-terminated) of libcuda as a function pointer of type `F`, looked
+/// up once per process in `slot`; missing, the error says the driver is older than `need`.
+///
+/// # Safety
+/// `F` must be the symbol's signature in CUDA 12's `cuda.h`.
+unsafe fn symbol<F: Copy + Send + Sync>(
+    slot: &'static OnceLock<std::result::Result<F, String>>,
+    name: &str,
+    need: &str,
+    isa: &str,
+) -> Result<F> {
+    let found = slot.get_or_init(|| {
+        let lib = libcuda()?;
+        let c_name = format!("{name}\0");
+        // SAFETY: the caller's contract (F is the symbol's type).
+        unsafe { lib.get::<F>(c_name.as_bytes()) }
+            .map(|s| *s)
+            .map_err(|e| e.to_string())
+    });
+    found.clone().map_err(|why| Error::DriverTooOld {
+        have: format!("one whose libcuda has no {name} ({why})"),
+        need: need.into(),
+        isa: isa.into(),
+    })
+}
+
+/// CUresult cuTensorMapEncodeTiled(CUtensorMap*, CUtensorMapDataType, cuuint32_t rank,
+/// void* globalAddress, const cuuint64_t* globalDim, const cuuint64_t* globalStrides,
+/// const cuuint32_t* boxDim, const cuuint32_t* elementStrides, interleave, swizzle,
+/// l2Promotion, oobFill) — CUDA 12.0.
+pub(crate) type EncodeTiled = unsafe extern "C" fn(
+    *mut rooflab_kernels::tensor_map::TensorMap,
+    i32,
+    u32,
+    *mut c_void,
+    *const u64,
+    *const u64,
+    *const u32,
+    *const u32,
+    i32,
+    i32,
+    i32,
+    i32,
+) -> i32;
+
+/// The driver's `cuTensorMapEncodeTiled`, looked up once per process.
+pub(crate) fn encode_tiled() -> Result<EncodeTiled> {
+    static F: OnceLock<std::result::Result<EncodeTiled, String>> = OnceLock::new();
+    // SAFETY: EncodeTiled is the signature in cuda.h.
+    unsafe { symbol(&F, "cuTensorMapEncodeTiled", "12.0", "8.0 (TMA)") }
+}
+
+/// `CUlaunchConfig` of CUDA 12's `cuda.h` (no launch attributes are passed: rooflab's
+/// clustered kernels carry their cluster size in the PTX, `.reqnctapercluster`).
+#[repr(C)]
+struct LaunchConfig {
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared_bytes: u32,
+    stream: *mut c_void,
+    attrs: *mut c_void,
+    num_attrs: u32,
+}
+
+/// CUresult cuOccupancyMaxActiveClusters(int* numClusters, CUfunction func,
+/// const CUlaunchConfig* config) — CUDA 11.8.
+type MaxActiveClusters = unsafe extern "C" fn(*mut i32, *mut c_void, *const LaunchConfig) -> i32;
+
+/// How many clusters of `cluster` blocks of `func` (`block_threads` threads and
+/// `shared_bytes` of dynamic shared memory each; the function's cluster size in its PTX)
+/// the GPU runs at once: a persistent clustered grid is at most that many clusters, or the
+/// ones past it would wait for a whole wave. Errors carry the driver's code.
+///
+/// # Safety
+/// `func` is a live `CUfunction` whose dynamic shared memory limit admits `shared_bytes`.
+pub(crate) unsafe fn max_active_clusters(
+    func: *mut c_void,
+    cluster: u32,
+    block_threads: u32,
+    shared_bytes: u32,
+) -> Result<u32> {
+    static F: OnceLock<std::result::Result<MaxActiveClusters, String>> = OnceLock::new();
+    // SAFETY: MaxActiveClusters is the signature in cuda.h.
+    let f = unsafe { symbol(&F, "cuOccupancyMaxActiveClusters", "11.8", "7.8 (clusters)") }?;
+    let cfg = LaunchConfig {
+        grid: [cluster, 1, 1],
+        block: [block_threads, 1, 1],
+        shared_bytes,
+        stream: std::ptr::null_mut(),
+        attrs: std::ptr::null_mut(),
+        num_attrs: 0,
+    };
+    let mut n = 0i32;
+    // SAFETY: `n` and `cfg` are live locals of the types cuda.h names; `func` is the
+    // caller's.
+    let code = unsafe { f(&mut n, func, &cfg) };
+    if code != 0 || n <= 0 {
+        return Err(Error::Other(format!(
+            "cuOccupancyMaxActiveClusters found no room for a cluster of {cluster} blocks of \
+             {block_threads} threads and {shared_bytes} bytes of shared memory (CUDA error {code}, {n} clusters)"
+        )));
+    }
+    Ok(n as u32)
+}
