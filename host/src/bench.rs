@@ -4,7 +4,8 @@
 //! Each op file offers [`Case`]s: a variant at a shape, its [`Cost`], and a way to prepare a
 //! [`Workload`] (buffers filled with random data). For every case the runner checks the
 //! result once against the CPU reference, warms up, times many launches with CUDA events,
-//! and reports the median and the spread. A failing case becomes a failed row; the run goes
+//! and reports the median and the spread; an in-process peer is timed in blocks alternating
+//! with the case's own launches (`timing::time_paired`). A failing case becomes a failed row; the run goes
 //! on (unless the context died) and the caller exits non-zero at the end.
 
 use crate::cost::Cost;
@@ -12,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 pub use crate::gpu::KernelUse;
 use crate::report::Row;
-use crate::timing::{Reps, Stats, time_launches};
+use crate::timing::{Reps, Stats, time_launches, time_paired};
 
 /// One prepared variant at one shape, with its buffers on the device.
 pub trait Workload {
@@ -131,12 +132,8 @@ pub(crate) fn run_case_row(case: &Case) -> Row {
     }
 }
 
-/// Peer timings already taken in this run, by family, shape and peer: every variant of a
-/// ladder at one shape compares with the same peer call, which is timed once.
-pub type PeerCache = std::collections::HashMap<String, f64>;
-
 /// Run one case: prepare, check, time. Errors become a failed row.
-pub fn run_case(gpu: &Gpu, case: &Case, reps: Reps, peers: &mut PeerCache) -> (Row, Option<Error>) {
+pub fn run_case(gpu: &Gpu, case: &Case, reps: Reps) -> (Row, Option<Error>) {
     let started = std::time::Instant::now();
     let mut row = run_case_row(case);
     // A step built only for another architecture is listed, not failed.
@@ -159,27 +156,27 @@ pub fn run_case(gpu: &Gpu, case: &Case, reps: Reps, peers: &mut PeerCache) -> (R
     let result = (|| -> Result<Stats> {
         let mut w = (case.prepare)(gpu)?;
         w.check(gpu)?;
-        let samples = time_launches(gpu, reps, |i| w.launch(gpu, i))?;
-        match w.peer() {
-            Peer::None => {}
-            Peer::Unavailable(why) => row.peer = Some(why),
-            Peer::Available(name) => {
-                let key = format!("{}|{}|{}", case.family, case.shape, name);
-                let median = match peers.get(&key) {
-                    Some(&m) => m,
-                    None => {
-                        let m = Stats::from_samples(time_launches(gpu, reps, |i| {
-                            w.launch_peer(gpu, i)
-                        })?)
-                        .median_us;
-                        peers.insert(key, m);
-                        m
-                    }
-                };
-                row.peer = Some(name);
-                row.peer_median_us = Some(median);
+        // With a peer, both are timed alternately (`time_paired`): the same clock history
+        // on both sides of the comparison.
+        let samples = match w.peer() {
+            Peer::None => time_launches(gpu, reps, |i| w.launch(gpu, i))?,
+            Peer::Unavailable(why) => {
+                row.peer = Some(why);
+                time_launches(gpu, reps, |i| w.launch(gpu, i))?
             }
-        }
+            Peer::Available(name) => {
+                let w = std::cell::RefCell::new(w);
+                let (ours, theirs) = time_paired(
+                    gpu,
+                    reps,
+                    |i| w.borrow_mut().launch(gpu, i),
+                    |i| w.borrow_mut().launch_peer(gpu, i),
+                )?;
+                row.peer = Some(name);
+                row.peer_median_us = Some(Stats::from_samples(theirs).median_us);
+                ours
+            }
+        };
         Ok(Stats::from_samples(samples))
     })();
     match result {

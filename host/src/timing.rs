@@ -66,6 +66,36 @@ pub fn time_launches(
     gpu.time(0, reps.timed_for(warm_us), launch)
 }
 
+/// How many alternating blocks [`time_paired`] splits each side's timed launches into.
+pub const PAIRED_BLOCKS: usize = 5;
+
+/// Time a kernel (`a`) and its peer (`b`) under the same conditions: warm both up, then
+/// alternate blocks of launches, a, b, a, b, ... ([`PAIRED_BLOCKS`] of each). A GPU at full
+/// tensor load leaves its boost clock within milliseconds and settles by power, so a peer
+/// timed once, earlier in the run, can see another clock than the row it is compared with
+/// (seen on the H200: one kernel's 8192³ median moved 13% between two rows of one run).
+/// Alternating puts the same clock history on both sides. Launch indices keep counting
+/// across blocks (input rotation). The samples of `a`, then of `b`.
+pub fn time_paired(
+    gpu: &Gpu,
+    reps: Reps,
+    mut a: impl FnMut(usize) -> Result<()>,
+    mut b: impl FnMut(usize) -> Result<()>,
+) -> Result<(Vec<f64>, Vec<f64>)> {
+    let warmup = reps.warmup.max(1);
+    let warm_a = Stats::from_samples(gpu.time(0, warmup, &mut a)?).median_us;
+    let warm_b = Stats::from_samples(gpu.time(0, warmup, &mut b)?).median_us;
+    let n = reps.timed_for(warm_a.max(warm_b));
+    let block = n.div_ceil(PAIRED_BLOCKS).max(1);
+    let (mut sa, mut sb) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    while sa.len() < n {
+        let (first, k) = (warmup + sa.len(), block.min(n - sa.len()));
+        sa.extend(gpu.time(0, k, |i| a(first + i))?);
+        sb.extend(gpu.time(0, k, |i| b(first + i))?);
+    }
+    Ok((sa, sb))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -42,6 +42,11 @@ pub const HIGHLIGHT: &[&str] = &[
     "ldmatrix",
     "mma",
     "wgmma",
+    "mbarrier",
+    "setmaxnreg",
+    "fence.proxy",
+    "mapa",
+    "barrier.cluster",
     "fma.rn",
     "atom",
     "red",
@@ -143,26 +148,37 @@ pub fn run(args: &Args) -> Result<u8> {
     // Block size and dynamic shared memory of each kernel, as the host launches it at the
     // explained shape (`launch NAME block=.. dynamic_smem=..` lines of the cost text).
     let launches = launch_shapes(&cost_text);
-    println!("{}", title("ptxas -v, sm_90, and the occupancy it allows"));
-    let sm90 = reports.iter().find(|r| r.arch == "sm_90");
     // The host names the row's kernels (several for multi-kernel variants).
     let wanted: Vec<&str> = cost_text
         .lines()
         .find_map(|l| l.trim_start().strip_prefix("kernels"))
         .map(|l| l.split_whitespace().filter(|w| w.contains('_')).collect())
         .unwrap_or_default();
-    let mut entries: Vec<&ptxas::Function> = sm90
-        .map(|r| {
-            r.functions
-                .iter()
-                .filter(|f| f.entry && wanted.contains(&f.name.as_str()))
-                .collect()
-        })
-        .unwrap_or_default();
+    // sm_90, or sm_90a for the Hopper-only steps (wgmma, setmaxnreg), which only it has.
+    let pick = |arch: &str| -> Vec<&ptxas::Function> {
+        reports
+            .iter()
+            .find(|r| r.arch == arch)
+            .map(|r| {
+                r.functions
+                    .iter()
+                    .filter(|f| f.entry && wanted.contains(&f.name.as_str()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let (arch, mut entries) = match pick("sm_90") {
+        e if e.is_empty() => ("sm_90a", pick("sm_90a")),
+        e => ("sm_90", e),
+    };
+    println!(
+        "{}",
+        title(&format!("ptxas -v, {arch}, and the occupancy it allows"))
+    );
     entries.sort_by(|a, b| a.name.cmp(&b.name));
     if entries.is_empty() {
         println!(
-            "no sm_90 kernel entry for `{entry_prefix}` (a host-side choice, or not built: `cargo xtask test`)"
+            "no sm_90 or sm_90a kernel entry for `{entry_prefix}` (a host-side choice, or not built: `cargo xtask test`)"
         );
     }
     for f in &entries {
@@ -186,11 +202,11 @@ pub fn run(args: &Args) -> Result<u8> {
     }
 
     // PTX.
-    let ptx_path = util::target_dir().join("ptx").join("sm_90.ptx");
+    let ptx_path = util::target_dir().join("ptx").join(format!("{arch}.ptx"));
     let ptx = std::fs::read_to_string(&ptx_path)
         .with_context(|| format!("reading {}", ptx_path.display()))?;
     for f in &entries {
-        println!("{}", title(&format!("PTX of {} (sm_90)", f.name)));
+        println!("{}", title(&format!("PTX of {} ({arch})", f.name)));
         match entry_body(&ptx, &f.name) {
             Some(body) => print!("{}", show_loops(&body, colour)),
             None => println!("no `.entry {}` in {}", f.name, ptx_path.display()),

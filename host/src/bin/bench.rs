@@ -246,11 +246,10 @@ fn main() -> ExitCode {
         let device = gpu
             .as_ref()
             .and_then(|g| serde_json::to_value(&g.info).ok());
-        let mut peer_cache = bench::PeerCache::new();
         for case in &cases {
             let row = match &gpu {
                 Some(gpu) => {
-                    let (row, err) = bench::run_case(gpu, case, reps, &mut peer_cache);
+                    let (row, err) = bench::run_case(gpu, case, reps);
                     match (&row.median_us, &err) {
                         (Some(m), _) => eprintln!(
                             "  {:<48} {:>10.1} µs  ({} reps, row took {:.1} s)",

@@ -1,164 +1,97 @@
 //! cuBLAS as the GEMM families' peer (SGEMM for `gemm`, GemmEx in BF16 for `bf16_gemm`),
-//! loaded at run time.
-//!
-//! libcublas is opened with `dlopen` (through `libloading`) so that rooflab neither links
-//! against it nor needs a CUDA toolkit at build time; a machine without it reports the peer
-//! as unavailable. The names tried are the sonames of CUDA 13, 12 and 11 and the unversioned
-//! one (found through `LD_LIBRARY_PATH` and the loader cache), then the same in
-//! `/usr/local/cuda/lib64`. cuBLAS uses the calling thread's current context, which is the
-//! device's primary context that `Gpu` retains, so our `View` addresses are valid for it;
-//! its stream is set to the `Gpu`'s stream so the calls are ordered with our launches.
+//! through cudarc's cuBLAS bindings (`cudarc::cublas::result`/`sys`, built with
+//! `dynamic-loading`): libcublas is opened at run time on first use, so rooflab neither links
+//! against it nor needs a CUDA toolkit at build time, and a machine without it reports the
+//! peer as unavailable (cudarc would panic on the first call; [`Cublas::load`] asks
+//! `is_culib_present` first). cudarc tries `libcublas.so`, then the sonames of CUDA 13, 12,
+//! 11 (through `LD_LIBRARY_PATH` and the loader cache). cuBLAS uses the calling thread's
+//! current context, which is the device's primary context that `Gpu` retains, so our `View`
+//! addresses are valid for it; its stream is set to the `Gpu`'s stream so the calls are
+//! ordered with our launches.
 
 use std::ffi::{c_int, c_void};
 
-use libloading::Library;
+use cudarc::cublas::{result as cublas, sys};
 
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, View, ViewMut};
 
-/// Library names tried, in order.
-pub const CANDIDATES: &[&str] = &[
-    "libcublas.so.13",
-    "libcublas.so.12",
-    "libcublas.so.11",
-    "libcublas.so",
-    "/usr/local/cuda/lib64/libcublas.so.13",
-    "/usr/local/cuda/lib64/libcublas.so.12",
-    "/usr/local/cuda/lib64/libcublas.so",
-];
-
-type Handle = *mut c_void;
-type CreateFn = unsafe extern "C" fn(*mut Handle) -> c_int;
-type DestroyFn = unsafe extern "C" fn(Handle) -> c_int;
-type SetStreamFn = unsafe extern "C" fn(Handle, *mut c_void) -> c_int;
-type SetMathModeFn = unsafe extern "C" fn(Handle, c_int) -> c_int;
-#[allow(clippy::upper_case_acronyms)]
-type SgemmFn = unsafe extern "C" fn(
-    Handle,
-    c_int,
-    c_int,
-    c_int,
-    c_int,
-    c_int,
-    *const f32,
-    u64,
-    c_int,
-    u64,
-    c_int,
-    *const f32,
-    u64,
-    c_int,
-) -> c_int;
-
-/// `cublasGemmEx`: types and compute type given as enums (cuBLAS v2 API).
-#[allow(clippy::upper_case_acronyms)]
-type GemmExFn = unsafe extern "C" fn(
-    Handle,
-    c_int,
-    c_int,
-    c_int,
-    c_int,
-    c_int,
-    *const c_void,
-    u64,
-    c_int,
-    c_int,
-    u64,
-    c_int,
-    c_int,
-    *const c_void,
-    u64,
-    c_int,
-    c_int,
-    c_int,
-    c_int,
-) -> c_int;
-
-/// `CUBLAS_OP_N`, `CUBLAS_OP_T`.
-const OP_N: c_int = 0;
-const OP_T: c_int = 1;
-/// `CUDA_R_16BF` (library_types.h).
-const CUDA_R_16BF: c_int = 14;
-/// `CUBLAS_COMPUTE_32F`: f32 accumulation (BF16 inputs then run on the tensor cores).
-const COMPUTE_32F: c_int = 68;
-/// `CUBLAS_GEMM_DEFAULT`: cuBLAS picks the kernel (its heuristics, as PyTorch's linear).
-const GEMM_DEFAULT: c_int = -1;
-/// `CUBLAS_DEFAULT_MATH`: plain fp32 FMA for SGEMM, no TF32 tensor cores.
-const DEFAULT_MATH: c_int = 0;
-
-/// A cuBLAS handle and the entry points rooflab uses.
+/// A cuBLAS handle in the current context.
 pub struct Cublas {
-    handle: Handle,
-    sgemm: SgemmFn,
-    gemm_ex: GemmExFn,
-    set_stream: SetStreamFn,
-    destroy: DestroyFn,
-    /// Which file was opened.
+    handle: sys::cublasHandle_t,
+    /// What was loaded, for logs: "cuBLAS 13.1.0 (cudarc)".
     pub path: String,
-    // Last: the functions above point into it.
-    _lib: Library,
 }
 
 impl Cublas {
     /// Open libcublas and create a handle in the current context (create the `Gpu` first).
     /// `Err` carries why, for the report's peer column.
     pub fn load() -> std::result::Result<Cublas, String> {
-        let mut last = String::new();
-        for &name in CANDIDATES {
-            // SAFETY: loading libcublas runs its initializers, which have no preconditions.
-            match unsafe { Library::new(name) } {
-                Ok(lib) => return Self::from_library(lib, name),
-                Err(e) => last = e.to_string(),
-            }
+        // SAFETY: probing for the library with dlopen; its initializers have no preconditions.
+        if !unsafe { sys::is_culib_present() } {
+            return Err(format!(
+                "cuBLAS not found (tried {}). Put its folder on LD_LIBRARY_PATH",
+                cudarc::get_lib_name_candidates("cublas").join(", ")
+            ));
         }
-        Err(format!(
-            "cuBLAS not found (tried {}; last error: {last}). Put its folder on LD_LIBRARY_PATH",
-            CANDIDATES.join(", ")
-        ))
+        let handle = cublas::create_handle().map_err(|e| format!("cublasCreate failed: {e}"))?;
+        // From here on, Drop destroys the handle on every way out.
+        let mut cb = Cublas {
+            handle,
+            path: String::new(),
+        };
+        // SAFETY: a live handle; CUBLAS_DEFAULT_MATH keeps SGEMM on fp32 FMA (no TF32).
+        unsafe { sys::cublasSetMathMode(handle, sys::cublasMath_t::CUBLAS_DEFAULT_MATH) }
+            .result()
+            .map_err(|e| format!("cublasSetMathMode failed: {e}"))?;
+        let mut version: c_int = 0;
+        // SAFETY: a live handle and a local out-parameter.
+        unsafe { sys::cublasGetVersion_v2(handle, &mut version) }
+            .result()
+            .map_err(|e| format!("cublasGetVersion failed: {e}"))?;
+        cb.path = format!(
+            "cuBLAS {}.{}.{} (cudarc)",
+            version / 10000,
+            version / 100 % 100,
+            version % 100
+        );
+        Ok(cb)
     }
 
-    fn from_library(lib: Library, name: &str) -> std::result::Result<Cublas, String> {
-        // SAFETY: the symbol types match cuBLAS's C declarations (cublas_api.h, v2 API).
-        unsafe {
-            let sym = |s: &str| format!("{name} lacks {s}");
-            let create: CreateFn = *lib
-                .get(b"cublasCreate_v2\0")
-                .map_err(|_| sym("cublasCreate_v2"))?;
-            let destroy: DestroyFn = *lib
-                .get(b"cublasDestroy_v2\0")
-                .map_err(|_| sym("cublasDestroy_v2"))?;
-            let set_stream: SetStreamFn = *lib
-                .get(b"cublasSetStream_v2\0")
-                .map_err(|_| sym("cublasSetStream_v2"))?;
-            let set_math: SetMathModeFn = *lib
-                .get(b"cublasSetMathMode\0")
-                .map_err(|_| sym("cublasSetMathMode"))?;
-            let sgemm: SgemmFn = *lib
-                .get(b"cublasSgemm_v2\0")
-                .map_err(|_| sym("cublasSgemm_v2"))?;
-            let gemm_ex: GemmExFn = *lib
-                .get(b"cublasGemmEx\0")
-                .map_err(|_| sym("cublasGemmEx"))?;
-            let mut handle = std::ptr::null_mut();
-            let s = create(&mut handle);
-            if s != 0 {
-                return Err(format!("cublasCreate failed with status {s}"));
-            }
-            let s = set_math(handle, DEFAULT_MATH);
-            if s != 0 {
-                destroy(handle);
-                return Err(format!("cublasSetMathMode failed with status {s}"));
-            }
-            Ok(Cublas {
-                handle,
-                sgemm,
-                gemm_ex,
-                set_stream,
-                destroy,
-                path: name.into(),
-                _lib: lib,
-            })
+    /// The checks both calls make: sizes against the views, dimensions within `int`.
+    fn dims(
+        op: &str,
+        m: usize,
+        n: usize,
+        k: usize,
+        lens: [usize; 3],
+        names: [&str; 3],
+    ) -> Result<[c_int; 3]> {
+        if lens != [m * k, k * n, m * n] {
+            return Err(Error::Shape {
+                op: op.into(),
+                what: format!(
+                    "{} has {}, {} {}, {} {} elements for M={m} N={n} K={k}",
+                    names[0], lens[0], names[1], lens[1], names[2], lens[2]
+                ),
+            });
         }
+        let dim = |v: usize| -> Result<c_int> {
+            c_int::try_from(v).map_err(|_| Error::TooLarge {
+                op: op.into(),
+                what: "a matrix dimension".into(),
+                value: v as u64,
+                limit: c_int::MAX as u64,
+            })
+        };
+        Ok([dim(m)?, dim(n)?, dim(k)?])
+    }
+
+    /// Put the handle on `gpu`'s stream.
+    fn on_stream(&self, gpu: &Gpu, op: &str) -> Result<()> {
+        // SAFETY: the handle is live; the stream is the Gpu's, alive as long as `gpu`.
+        unsafe { cublas::set_stream(self.handle, gpu.raw_stream().cast()) }
+            .map_err(|e| Error::Other(format!("{op}: cublasSetStream failed: {e}")))
     }
 
     /// Row-major `C = alpha·A·B + beta·C` (A M×K, B K×N, C M×N) on `gpu`'s stream.
@@ -178,58 +111,32 @@ impl Cublas {
         c: ViewMut<'_, f32>,
     ) -> Result<()> {
         let op = "cublasSgemm";
-        if a.len() != m * k || b.len() != k * n || c.len() != m * n {
-            return Err(Error::Shape {
-                op: op.into(),
-                what: format!(
-                    "A has {}, B {}, C {} elements for M={m} N={n} K={k}",
-                    a.len(),
-                    b.len(),
-                    c.len()
-                ),
-            });
-        }
-        let dim = |v: usize| -> Result<c_int> {
-            c_int::try_from(v).map_err(|_| Error::TooLarge {
-                op: op.into(),
-                what: "a matrix dimension".into(),
-                value: v as u64,
-                limit: c_int::MAX as u64,
-            })
-        };
-        let (mi, ni, ki) = (dim(m)?, dim(n)?, dim(k)?);
+        let [mi, ni, ki] = Self::dims(op, m, n, k, [a.len(), b.len(), c.len()], ["A", "B", "C"])?;
         if m == 0 || n == 0 {
             return Ok(());
         }
-        // SAFETY: the handle is live; the stream is the Gpu's, alive as long as `gpu`; the
-        // views are live device arrays of the checked sizes in the current (primary) context.
-        let s = unsafe {
-            let s = (self.set_stream)(self.handle, gpu.raw_stream());
-            if s != 0 {
-                s
-            } else {
-                (self.sgemm)(
-                    self.handle,
-                    OP_N,
-                    OP_N,
-                    ni,
-                    mi,
-                    ki,
-                    &alpha,
-                    b.device_addr(),
-                    ni.max(1),
-                    a.device_addr(),
-                    ki.max(1),
-                    &beta,
-                    c.device_addr(),
-                    ni.max(1),
-                )
-            }
-        };
-        if s != 0 {
-            return Err(Error::Other(format!("cublasSgemm failed with status {s}")));
+        self.on_stream(gpu, op)?;
+        // SAFETY: the handle is live and on the Gpu's stream; the views are live device
+        // arrays of the checked sizes in the current (primary) context.
+        unsafe {
+            cublas::sgemm(
+                self.handle,
+                sys::cublasOperation_t::CUBLAS_OP_N,
+                sys::cublasOperation_t::CUBLAS_OP_N,
+                ni,
+                mi,
+                ki,
+                &alpha,
+                b.device_addr() as *const f32,
+                ni.max(1),
+                a.device_addr() as *const f32,
+                ki.max(1),
+                &beta,
+                c.device_addr() as *mut f32,
+                ni.max(1),
+            )
         }
-        Ok(())
+        .map_err(|e| Error::Other(format!("cublasSgemm failed: {e}")))
     }
 }
 
@@ -251,71 +158,69 @@ impl Cublas {
         y: ViewMut<'_, u16>,
     ) -> Result<()> {
         let op = "cublasGemmEx (bf16)";
-        if x.len() != m * k || w.len() != n * k || y.len() != m * n {
-            return Err(Error::Shape {
-                op: op.into(),
-                what: format!(
-                    "x has {}, W {}, y {} elements for M={m} N={n} K={k}",
-                    x.len(),
-                    w.len(),
-                    y.len()
-                ),
-            });
-        }
-        let dim = |v: usize| -> Result<c_int> {
-            c_int::try_from(v).map_err(|_| Error::TooLarge {
-                op: op.into(),
-                what: "a matrix dimension".into(),
-                value: v as u64,
-                limit: c_int::MAX as u64,
-            })
-        };
-        let (mi, ni, ki) = (dim(m)?, dim(n)?, dim(k)?);
+        // x is M×K, W N×K (the "B" of the shared check is K×N elements either way).
+        let [mi, ni, ki] = Self::dims(op, m, n, k, [x.len(), w.len(), y.len()], ["x", "W", "y"])?;
         if m == 0 || n == 0 {
             return Ok(());
         }
+        self.on_stream(gpu, op)?;
         let (alpha, beta) = (1.0f32, 0.0f32);
-        // SAFETY: the handle is live; the stream is the Gpu's; the views are live device
+        let bf16 = sys::cudaDataType::CUDA_R_16BF;
+        // SAFETY: the handle is live and on the Gpu's stream; the views are live device
         // arrays of the checked sizes in the current (primary) context; alpha and beta are
-        // f32 as COMPUTE_32F requires.
-        let s = unsafe {
-            let s = (self.set_stream)(self.handle, gpu.raw_stream());
-            if s != 0 {
-                s
-            } else {
-                (self.gemm_ex)(
-                    self.handle,
-                    OP_T,
-                    OP_N,
-                    ni,
-                    mi,
-                    ki,
-                    (&alpha as *const f32).cast(),
-                    w.device_addr(),
-                    CUDA_R_16BF,
-                    ki.max(1),
-                    x.device_addr(),
-                    CUDA_R_16BF,
-                    ki.max(1),
-                    (&beta as *const f32).cast(),
-                    y.device_addr(),
-                    CUDA_R_16BF,
-                    ni.max(1),
-                    COMPUTE_32F,
-                    GEMM_DEFAULT,
-                )
-            }
-        };
-        if s != 0 {
-            return Err(Error::Other(format!("cublasGemmEx failed with status {s}")));
+        // f32 as CUBLAS_COMPUTE_32F requires.
+        unsafe {
+            cublas::gemm_ex(
+                self.handle,
+                sys::cublasOperation_t::CUBLAS_OP_T,
+                sys::cublasOperation_t::CUBLAS_OP_N,
+                ni,
+                mi,
+                ki,
+                (&alpha as *const f32).cast::<c_void>(),
+                w.device_addr() as *const c_void,
+                bf16,
+                ki.max(1),
+                x.device_addr() as *const c_void,
+                bf16,
+                ki.max(1),
+                (&beta as *const f32).cast::<c_void>(),
+                y.device_addr() as *mut c_void,
+                bf16,
+                ni.max(1),
+                // f32 accumulation: BF16 inputs then run on the tensor cores.
+                sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                // cuBLAS picks the kernel (its heuristics, as PyTorch's linear).
+                sys::cublasGemmAlgo_t::CUBLAS_GEMM_DFALT,
+            )
         }
-        Ok(())
+        .map_err(|e| Error::Other(format!("cublasGemmEx failed: {e}")))
     }
 }
 
 impl Drop for Cublas {
     fn drop(&mut self) {
         // SAFETY: the handle came from cublasCreate and is destroyed once.
-        unsafe { (self.destroy)(self.handle) };
+        let _ = unsafe { cublas::destroy_handle(self.handle) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Without libcublas (as on the CI machine) the peer is unavailable with a reason, never
+    /// a panic from the bindings' loader.
+    #[test]
+    fn load_without_the_library_is_an_error_not_a_panic() {
+        // SAFETY: probing with dlopen.
+        if unsafe { sys::is_culib_present() } {
+            return; // a machine with cuBLAS: the GPU tests cover it
+        }
+        let e = Cublas::load().err().expect("no libcublas here");
+        assert!(
+            e.contains("cuBLAS not found") && e.contains("libcublas.so.13"),
+            "{e}"
+        );
     }
 }

@@ -63,8 +63,8 @@ pub(crate) mod dev {
     use crate::gpu::hopper::{
         cluster_ctarank, cluster_sync, fence_mbarrier_init, mbarrier_arrive,
         mbarrier_arrive_cluster, mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait,
-        mbarrier_wait_cluster, prefetch_tensormap, setmaxnreg_dec, setmaxnreg_inc, tma_load_2d,
-        tma_load_2d_multicast, wgmma_commit, wgmma_fence, wgmma_wait,
+        prefetch_tensormap, setmaxnreg_dec, setmaxnreg_inc, tma_load_2d, tma_load_2d_multicast,
+        wgmma_commit, wgmma_fence, wgmma_wait,
     };
     use crate::gpu::vector::F32x4;
     use crate::gpu::{shared, sync_threads, thread};
@@ -155,11 +155,9 @@ pub(crate) mod dev {
         // exactly the bytes armed (TMA counts zero-filled bytes too), with CLUSTER > 1 the
         // W shares of every block of the cluster together.
         unsafe {
-            if CLUSTER > 1 {
-                mbarrier_wait_cluster(ring.empty(j), Ring::<STAGES>::round_parity(j) ^ 1);
-            } else {
-                mbarrier_wait(ring.empty(j), Ring::<STAGES>::round_parity(j) ^ 1);
-            }
+            // With clusters the peer's consumers arrive here too; a CTA-scope acquire is
+            // enough (no data of theirs is read, only their being done with the stage).
+            mbarrier_wait(ring.empty(j), Ring::<STAGES>::round_parity(j) ^ 1);
             mbarrier_arrive_expect_tx(ring.full(j), ring.stage_bytes);
             tma_load_2d(s, xmap.cast(), kt * BK, tm * bm, ring.full(j));
             if CLUSTER > 1 {

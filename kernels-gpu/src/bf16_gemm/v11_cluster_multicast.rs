@@ -9,7 +9,7 @@
 //! those rows and the copy engine writes them into *both* blocks' stages
 //! (`.multicast::cluster`), so a block fetches 32 KiB per K tile instead of 48 (a third
 //! less). The price: a stage is free only when both blocks' consumers are done with it (each
-//! consumer warp also arrives on its peer's empty barrier, `mapa` + a cluster-scoped
+//! consumer warp also arrives on its peer's empty barrier, `mapa` + a remote
 //! arrive), so the pair runs in step; the blocks start and end with a cluster barrier
 //! (barriers initialized before the peer uses them; nobody exits while the peer may still
 //! write into it).

@@ -113,7 +113,11 @@ pub fn cluster_sync() {
 }
 
 /// One arrival on the mbarrier at `.shared` address `bar` *of block `rank` of the cluster*
-/// (`mapa` turns the local address into that block's, then a cluster-scoped release arrive).
+/// (`mapa` turns the local address into that block's). Default semantics (release at CTA
+/// scope), as CUTLASS's `ClusterBarrier::arrive(cta_id)`: the arrival only says "my reads of
+/// the stage are done" (`wgmma.wait_group` has retired them), nothing written needs to be
+/// visible to the peer. `.release.cluster` would be correct too but costs a
+/// `MEMBAR.ALL.GPU` before every arrival (seen in the SASS), which drained the pipe.
 #[inline(always)]
 pub unsafe fn mbarrier_arrive_cluster(bar: u32, rank: u32) {
     // SAFETY: forwarded from the caller (an initialized mbarrier at the same offset in the
@@ -123,36 +127,12 @@ pub unsafe fn mbarrier_arrive_cluster(bar: u32, rank: u32) {
             "{{",
             ".reg .u32 remote;",
             "mapa.shared::cluster.u32 remote, {0}, {1};",
-            "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];",
+            "mbarrier.arrive.shared::cluster.b64 _, [remote];",
             "}}",
             in(reg32) bar, in(reg32) rank,
             options(nostack)
         )
     };
-}
-
-/// As [`mbarrier_wait`], with cluster-scoped acquire: for barriers that blocks of the
-/// cluster arrive on remotely.
-#[inline(always)]
-pub unsafe fn mbarrier_wait_cluster(bar: u32, parity: u32) {
-    loop {
-        let done: u32;
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            asm!(
-                "{{",
-                ".reg .pred p;",
-                "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [{1}], {2};",
-                "selp.u32 {0}, 1, 0, p;",
-                "}}",
-                out(reg32) done, in(reg32) bar, in(reg32) parity,
-                options(nostack)
-            )
-        };
-        if done != 0 {
-            return;
-        }
-    }
 }
 
 /// TMA multicast: as [`tma_load_2d`], but the box lands at `dst` in *every block of the

@@ -374,10 +374,14 @@ fn bad_inputs(gpu: &Gpu) -> Result<()> {
         }
     }
     gpu.sync()?;
-    // Too many row blocks for gridDim.y (65535) on the largest-BM step: M = 65535·BM + 1.
+    // Too many row blocks for gridDim.y (65535) on the largest-BM step that puts row blocks
+    // in y (clustered steps put them in x, whose limit is 2^31 - 1): M = 65535·BM + 1.
     let v = LADDER
         .into_iter()
-        .filter(|v| v.geometry().max_m.is_none())
+        .filter(|v| {
+            let g = v.geometry();
+            g.max_m.is_none() && g.cluster == 1 && gpu.available(v.kernel()).is_ok()
+        })
         .max_by_key(|v| v.geometry().bm)
         .unwrap_or(Variant::V01MmaSync);
     let m = 65535 * v.geometry().bm as usize + 1;
