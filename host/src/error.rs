@@ -13,6 +13,12 @@ pub enum Error {
     NoDevice(String),
 
     #[error(
+        "the CUDA driver failed to start: cuInit reported {code}. {hint}. GPU work was not \
+         done (this is not \"no GPU here\": the machine has a driver that does not work)"
+    )]
+    DriverBroken { code: String, hint: String },
+
+    #[error(
         "the NVIDIA driver is too old: it supports CUDA {have}, rooflab's PTX (ISA {isa}) needs a \
          driver for CUDA {need} or newer. Update the driver"
     )]

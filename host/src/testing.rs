@@ -16,6 +16,9 @@ pub struct GpuTest {
     /// architecture, `Gpu::available`), the harness reports the test skipped, by name and
     /// reason, instead of running it.
     pub requires: Vec<KernelId>,
+    /// The test checks the cuBLAS peer: without libcublas it is reported skipped (with the
+    /// reason), not passed.
+    pub requires_cublas: bool,
 }
 
 impl GpuTest {
@@ -27,7 +30,14 @@ impl GpuTest {
             name: name.into(),
             run: Box::new(run),
             requires: Vec::new(),
+            requires_cublas: false,
         }
+    }
+
+    /// The test needs cuBLAS (see [`GpuTest::requires_cublas`]).
+    pub fn requiring_cublas(mut self) -> GpuTest {
+        self.requires_cublas = true;
+        self
     }
 
     /// The test needs `kernel` (see [`GpuTest::requires`]).
@@ -36,11 +46,16 @@ impl GpuTest {
         self
     }
 
-    /// Why the test cannot run on `gpu` (an unavailable kernel), if so.
+    /// Why the test cannot run on `gpu` (an unavailable kernel, no cuBLAS), if so.
     pub fn unavailable_on(&self, gpu: &Gpu) -> Option<String> {
-        self.requires.iter().find_map(|k| match gpu.available(*k) {
+        let kernel = self.requires.iter().find_map(|k| match gpu.available(*k) {
             Err(e @ Error::Unavailable { .. }) => Some(e.to_string()),
             _ => None,
+        });
+        kernel.or_else(|| {
+            self.requires_cublas
+                .then(crate::peer::cublas::missing)
+                .flatten()
         })
     }
 }

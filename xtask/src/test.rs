@@ -27,6 +27,10 @@ pub struct Args {
     /// racecheck, synccheck, initcheck); any reported error fails the step.
     #[arg(long)]
     sanitize: bool,
+    /// For GPU runners (CI with a GPU): fail unless every GPU test ran, i.e. none was
+    /// skipped for want of a device, a driver, a kernel's architecture or cuBLAS.
+    #[arg(long)]
+    require_gpu: bool,
 }
 
 /// clippy on the kernels as the PTX build compiles them (nvptx64, `core` from source): the
@@ -96,6 +100,7 @@ pub fn run(args: &Args) -> Result<bool> {
     let mut steps = Steps(vec![]);
     let profile: &[&str] = if args.release { &["--release"] } else { &[] };
     let mut gpu_line = None;
+    let mut gpu_result = None;
 
     util::header("[a] deps: libcuda (to link), ptxas, nvdisasm");
     let cuda = deps::ensure_libcuda();
@@ -162,6 +167,7 @@ pub fn run(args: &Args) -> Result<bool> {
             util::add_runtime_libcuda(&mut cmd, cuda);
             let result = run_tee(cmd).and_then(|(status, output)| {
                 gpu_line = Some(gpu_summary(&output));
+                gpu_result = gpu_target_result(&output);
                 if status.success() {
                     Ok(())
                 } else {
@@ -193,6 +199,10 @@ pub fn run(args: &Args) -> Result<bool> {
         steps.record("clippy-device", clippy_device(cuda));
     } else {
         steps.skip("clippy", AFTER_BUILD);
+    }
+
+    if args.require_gpu {
+        steps.record("require-gpu", require_gpu(gpu_result.as_ref()));
     }
 
     if args.sanitize {
@@ -270,8 +280,15 @@ fn sanitize(cuda: &Path, profile: &[&str]) -> Result<()> {
                 // the cuBLAS peer tests run under the other three tools only.
                 cmd.args(INITCHECK_SKIP);
             }
+            let listed = list_tests(&exe, &cmd_skips(tool, &SKIP, &INITCHECK_SKIP))?.len();
             let (status, out) = run_tee(cmd)?;
-            sanitizer_errors(&out).filter(|_| status.success())
+            match ran_all(&out, listed) {
+                Ok(()) => sanitizer_errors(&out).filter(|_| status.success()),
+                Err(why) => {
+                    eprintln!("compute-sanitizer {tool}: {why}");
+                    None
+                }
+            }
         };
         eprintln!(
             "compute-sanitizer {tool}: {} error(s)",
@@ -306,18 +323,54 @@ fn sanitizer_errors(out: &str) -> Option<u64> {
     })
 }
 
-/// Each test of `exe` (minus `skip`) under `tool` in a process of its own, several at a time;
-/// a line per test, then the summed error count, or `None` when a test failed.
-fn one_process_per_test(san: &Path, tool: &str, exe: &Path, skip: &[&str]) -> Result<Option<u64>> {
+/// The skip arguments of `tool`'s whole-binary run.
+fn cmd_skips<'a>(tool: &str, skip: &[&'a str], initcheck: &[&'a str]) -> Vec<&'a str> {
+    let mut v = skip.to_vec();
+    if tool == "initcheck" {
+        v.extend_from_slice(initcheck);
+    }
+    v
+}
+
+/// The tests `exe` would run with `skip` (libtest's `--list`).
+fn list_tests(exe: &Path, skip: &[&str]) -> Result<Vec<String>> {
     let list = Command::new(exe)
         .arg("--list")
         .args(skip)
         .output()
         .context("listing the GPU tests")?;
-    let names: Vec<String> = String::from_utf8_lossy(&list.stdout)
+    Ok(String::from_utf8_lossy(&list.stdout)
         .lines()
         .filter_map(|l| l.strip_suffix(": test").map(str::to_owned))
-        .collect();
+        .collect())
+}
+
+/// A sanitizer run counts only if its tests ran: libtest's summary must say every one of the
+/// `listed` tests passed or was skipped by name, at least one passed, none failed (an exit
+/// status and "ERROR SUMMARY: 0" alone are also what a run of zero tests prints).
+fn ran_all(out: &str, listed: usize) -> std::result::Result<(), String> {
+    let r = out
+        .lines()
+        .rev()
+        .find_map(parse_test_result)
+        .ok_or("no libtest summary in its output: the tests did not run")?;
+    if r.failed > 0 || r.passed == 0 || (r.passed + r.ignored) as usize != listed {
+        return Err(format!(
+            "{} passed, {} failed, {} ignored of {listed} listed: not a run of every test",
+            r.passed, r.failed, r.ignored
+        ));
+    }
+    Ok(())
+}
+
+/// Each test of `exe` (minus `skip`) under `tool` in a process of its own, several at a time;
+/// a line per test, then the summed error count, or `None` when a test failed.
+fn one_process_per_test(san: &Path, tool: &str, exe: &Path, skip: &[&str]) -> Result<Option<u64>> {
+    let names = list_tests(exe, skip)?;
+    if names.is_empty() {
+        eprintln!("compute-sanitizer {tool}: no test listed, nothing checked");
+        return Ok(None);
+    }
     let jobs = std::thread::available_parallelism().map_or(4, |n| n.get().min(8));
     eprintln!(
         "compute-sanitizer {tool}: {} tests, one process each, {jobs} at a time",
@@ -502,6 +555,36 @@ fn parse_test_result(line: &str) -> Option<TestResult> {
     Some(r)
 }
 
+/// `--require-gpu`: every GPU test ran (some passed, none ignored or failed).
+fn require_gpu(r: Option<&TestResult>) -> Result<()> {
+    match r {
+        None => Err(anyhow::anyhow!(
+            "no result from the GPU tests (did they build and run?)"
+        )),
+        Some(r) if r.ignored > 0 || r.passed == 0 => Err(anyhow::anyhow!(
+            "--require-gpu: {} GPU tests were skipped and {} passed; every one must run here",
+            r.ignored,
+            r.passed
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
+/// The `test result:` line of the `gpu` test target in the `cargo test` output.
+fn gpu_target_result(output: &str) -> Option<TestResult> {
+    let mut in_gpu = false;
+    let mut result = None;
+    for line in output.lines() {
+        let t = line.trim();
+        if t.starts_with("Running ") || t.starts_with("Doc-tests ") {
+            in_gpu = is_gpu_target(t);
+        } else if in_gpu && let Some(r) = parse_test_result(t) {
+            result = Some(r);
+        }
+    }
+    result
+}
+
 /// The one-line verdict on the `gpu` test target (tests/, harness = false), read from the
 /// `cargo test` output: its section starts at cargo's `Running ... (.../deps/gpu-<hash>)`.
 fn gpu_summary(output: &str) -> String {
@@ -600,6 +683,16 @@ mod tests {
     }
 
     #[test]
+    fn a_sanitizer_run_of_no_tests_is_not_ok() {
+        let ok = "test result: ok. 12 passed; 0 failed; 1 ignored; 0 measured\n========= ERROR SUMMARY: 0 errors";
+        assert!(ran_all(ok, 13).is_ok());
+        assert!(ran_all(ok, 14).is_err(), "a listed test missing");
+        let none = "test result: ok. 0 passed; 0 failed; 0 ignored; 0 measured\n========= ERROR SUMMARY: 0 errors";
+        assert!(ran_all(none, 0).is_err());
+        assert!(ran_all("========= ERROR SUMMARY: 0 errors", 13).is_err());
+    }
+
+    #[test]
     fn finds_the_gpu_section() {
         let out = "\
      Running unittests src/lib.rs (target/debug/deps/rooflab-0a1b)
@@ -614,6 +707,21 @@ test result: ok. 0 passed; 0 failed; 23 ignored; 0 measured; 0 filtered out; fin
             s.contains("23 skipped (no CUDA device here): they were NOT run"),
             "{s}"
         );
+        // --require-gpu fails on this output (all skipped) and passes when all ran.
+        let r = gpu_target_result(out).unwrap();
+        assert_eq!((r.passed, r.ignored), (0, 23));
+        assert!(require_gpu(Some(&r)).is_err());
+        assert!(require_gpu(None).is_err());
+        let ran = out.replace(
+            "0 passed; 0 failed; 23 ignored",
+            "23 passed; 0 failed; 0 ignored",
+        );
+        assert!(require_gpu(gpu_target_result(&ran).as_ref()).is_ok());
+        let one_skipped = out.replace(
+            "0 passed; 0 failed; 23 ignored",
+            "22 passed; 0 failed; 1 ignored",
+        );
+        assert!(require_gpu(gpu_target_result(&one_skipped).as_ref()).is_err());
         assert!(is_gpu_target(
             "Running tests/gpu/main.rs (target/release/deps/gpu-00ff)"
         ));

@@ -16,6 +16,17 @@ use cudarc::cublas::{result as cublas, sys};
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, View, ViewMut};
 
+/// Why cuBLAS cannot be loaded here (no libcublas found), or `None` when it can.
+pub fn missing() -> Option<String> {
+    // SAFETY: probing for the library with dlopen; its initializers have no preconditions.
+    (!unsafe { sys::is_culib_present() }).then(|| {
+        format!(
+            "cuBLAS not found (tried {}). Put its folder on LD_LIBRARY_PATH",
+            cudarc::get_lib_name_candidates("cublas").join(", ")
+        )
+    })
+}
+
 /// A cuBLAS handle in the current context.
 pub struct Cublas {
     handle: sys::cublasHandle_t,
@@ -27,12 +38,8 @@ impl Cublas {
     /// Open libcublas and create a handle in the current context (create the `Gpu` first).
     /// `Err` carries why, for the report's peer column.
     pub fn load() -> std::result::Result<Cublas, String> {
-        // SAFETY: probing for the library with dlopen; its initializers have no preconditions.
-        if !unsafe { sys::is_culib_present() } {
-            return Err(format!(
-                "cuBLAS not found (tried {}). Put its folder on LD_LIBRARY_PATH",
-                cudarc::get_lib_name_candidates("cublas").join(", ")
-            ));
+        if let Some(why) = missing() {
+            return Err(why);
         }
         let handle = cublas::create_handle().map_err(|e| format!("cublasCreate failed: {e}"))?;
         // From here on, Drop destroys the handle on every way out.
