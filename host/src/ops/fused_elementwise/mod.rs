@@ -6,7 +6,7 @@
 //! `u / (1 + e^(-2k))` with `ex2.approx` (a few ulp). The CPU reference is f64 (erf by its
 //! all-positive Taylor series, exact to ~1e-15). Tolerances: f32 rel 1e-5 + abs 2e-6 (|y| ~ 1
 //! from the residual; erf's 6.5e-7 times |u|/2 <= 1.75); bf16 rel 8e-3 + abs 1e-3 (one final
-//! rounding, 2^-9 relative); v01 in bf16 rounds every intermediate to bf16, so its reference
+//! rounding, at most 2^-8 relative); v01 in bf16 rounds every intermediate to bf16, so its reference
 //! does too, with abs 2e-2 for a one-ulp flip of an intermediate of magnitude <= 3.5
 //! (3.5 * 2^-8 * max gelu' 1.13 = 0.0155).
 //!

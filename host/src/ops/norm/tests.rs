@@ -31,8 +31,41 @@ pub fn tolerance(dt: Dtype, cols: usize, large_mean: bool) -> (f32, f32) {
 
 pub const EPS: f32 = 1e-5;
 
-/// One check: fresh inputs (uniform [-2, 2), or 1000 + U(-1, 1) when `large_mean`), poisoned
-/// output, every element compared.
+/// The spread of the large-mean inputs around 1000, per dtype: f32 takes U(-1, 1); bf16's
+/// values near 1000 are 4 apart, so U(-1, 1) would round every element to 1000.0 (constant
+/// rows: LayerNorm would just return the bias, and a kernel that ignored x would pass), and
+/// bf16 takes U(-32, 32): 16 distinct values a row, still a mean 50 standard deviations away
+/// from zero.
+pub fn large_mean_spread(dt: Dtype) -> f32 {
+    match dt {
+        Dtype::F32 => 1.0,
+        Dtype::Bf16 => 32.0,
+    }
+}
+
+/// Fresh inputs of a check, already rounded to `dt`: x (uniform [-2, 2), or 1000 ±
+/// [`large_mean_spread`] when `large_mean`), weight in [0.5, 1.5), bias in [-0.5, 0.5).
+pub fn inputs(
+    dt: Dtype,
+    rows: usize,
+    cols: usize,
+    large_mean: bool,
+    seed: u64,
+) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    let mut r = rng(seed);
+    let q = |v: Vec<f32>| v.into_iter().map(|x| dt.quantize(x)).collect::<Vec<_>>();
+    let x = if large_mean {
+        let s = large_mean_spread(dt);
+        q(random_f32(&mut r, rows * cols, 1000.0 - s, 1000.0 + s))
+    } else {
+        q(random_f32(&mut r, rows * cols, -2.0, 2.0))
+    };
+    let w = q(random_f32(&mut r, cols, 0.5, 1.5));
+    let b = q(random_f32(&mut r, cols, -0.5, 0.5));
+    (x, w, b)
+}
+
+/// One check: fresh inputs ([`inputs`]), poisoned output, every element compared.
 #[allow(clippy::too_many_arguments)]
 pub fn check(
     gpu: &Gpu,
@@ -44,15 +77,7 @@ pub fn check(
     large_mean: bool,
     seed: u64,
 ) -> Result<()> {
-    let mut r = rng(seed);
-    let q = |v: Vec<f32>| v.into_iter().map(|x| dt.quantize(x)).collect::<Vec<_>>();
-    let x = if large_mean {
-        q(random_f32(&mut r, rows * cols, 999.0, 1001.0))
-    } else {
-        q(random_f32(&mut r, rows * cols, -2.0, 2.0))
-    };
-    let w = q(random_f32(&mut r, cols, 0.5, 1.5));
-    let b = q(random_f32(&mut r, cols, -0.5, 0.5));
+    let (x, w, b) = inputs(dt, rows, cols, large_mean, seed);
     let (dx, dw, db) = (
         Buf::upload(gpu, dt, &x)?,
         Buf::upload(gpu, dt, &w)?,
@@ -71,8 +96,6 @@ pub fn check(
     gpu.sync()?;
     let got = y.to_f32()?;
     let want = norm_ref(k, rows, cols, &x, &w, &b, EPS);
-    // A bf16 input of 1000 + U(-1, 1) is quantized to steps of 4: the deviations are whole
-    // multiples of 4 around the mean, fine for both sides (the reference sees the same values).
     let (rel, abs) = tolerance(dt, cols, large_mean);
     let what = format!(
         "{} {rows}x{cols} large_mean={large_mean} seed={seed}",
@@ -212,4 +235,33 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
         },
     ));
     t
+}
+
+#[cfg(test)]
+mod unit_tests {
+    use super::*;
+
+    /// The planted bug the old bf16 large-mean inputs let through: rows that rounded to a
+    /// constant, where "return the bias" is the right LayerNorm answer. Now the rows vary,
+    /// and a kernel that returns the bias (ignores x) fails the check.
+    #[test]
+    fn bf16_large_mean_rows_are_not_constant() {
+        let (rows, cols) = (4, 768);
+        let (x, w, b) = inputs(Dtype::Bf16, rows, cols, true, 11);
+        for r in 0..rows {
+            let mut vals: Vec<u32> = x[r * cols..(r + 1) * cols].iter().map(|v| v.to_bits()).collect();
+            vals.sort_unstable();
+            vals.dedup();
+            assert!(vals.len() >= 8, "row {r}: {} distinct values", vals.len());
+        }
+        let old: Vec<f32> = random_f32(&mut rng(11), rows * cols, 999.0, 1001.0)
+            .into_iter()
+            .map(|v| Dtype::Bf16.quantize(v))
+            .collect();
+        assert!(old.iter().all(|&v| v == 1000.0), "the old inputs were constant");
+        let want = norm_ref(Kind::LayerNorm, rows, cols, &x, &w, &b, EPS);
+        let bias_only: Vec<f32> = (0..rows * cols).map(|i| b[i % cols]).collect();
+        let (rel, abs) = tolerance(Dtype::Bf16, cols, true);
+        assert!(compare_f32("planted", &bias_only, &want, rel, abs).is_err());
+    }
 }

@@ -58,12 +58,18 @@ pub fn tolerance(h: u64, abs_sum: f64) -> f64 {
     8.0 * (h.max(1) as f64).sqrt() * (f32::EPSILON as f64 / 2.0) * abs_sum
 }
 
+/// Whether `got` passes against the reference sum `want` of values whose Σ|x| is `abs_sum`
+/// after a chain of `h` adds (the rule of [`compare_sum`]).
+pub fn passes(got: f32, want: f64, abs_sum: f64, h: u64) -> bool {
+    got.is_finite() && (got as f64 - want).abs() <= tolerance(h, abs_sum)
+}
+
 /// Compare a GPU sum with the f64 reference; NaN (the poison) and infinities fail.
 pub fn compare_sum(what: &str, got: f32, x: &[f32], h: u64) -> Result<()> {
     let (want, abs) = sum_ref(x);
     let tol = tolerance(h, abs);
     let err = (got as f64 - want).abs();
-    if got.is_finite() && err <= tol {
+    if passes(got, want, abs, h) {
         Ok(())
     } else {
         Err(Error::Mismatch(format!(

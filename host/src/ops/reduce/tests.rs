@@ -3,7 +3,7 @@
 //! bench reuses.
 
 use super::launch::{LADDER, Variant, partials_len, sum, v06_blocks, workspace_len};
-use super::reference::{chain_len, compare_sum};
+use super::reference::{chain_len, compare_sum, passes, sum_ref};
 use crate::check::{random_f32, rng};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
@@ -29,7 +29,17 @@ pub fn inputs(seed: u64, n: usize, kind: Inputs) -> Vec<f32> {
 /// head varies), output poisoned, compared with the f64 sum. Returns the GPU's result.
 pub fn check(gpu: &Gpu, v: Variant, n: usize, off: usize, kind: Inputs, seed: u64) -> Result<f32> {
     let x = inputs(seed, n + off, kind);
-    let dx = gpu.upload(&x)?;
+    let what = format!(
+        "{} n={n} offset={off} {kind:?} seed={seed}",
+        v.row_variant()
+    );
+    check_on(gpu, v, &x, off, &what)
+}
+
+/// [`check`] on given host data: `x[off..]` summed on the GPU and compared.
+fn check_on(gpu: &Gpu, v: Variant, x: &[f32], off: usize, what: &str) -> Result<f32> {
+    let n = x.len() - off;
+    let dx = gpu.upload(x)?;
     let mut out = gpu.alloc::<f32>(1)?;
     let mut ws = gpu.alloc::<f32>(workspace_len(gpu, v, n as u64))?;
     gpu.poison(out.view_mut())?;
@@ -43,16 +53,55 @@ pub fn check(gpu: &Gpu, v: Variant, n: usize, off: usize, kind: Inputs, seed: u6
     )?;
     gpu.sync()?;
     let got = out.to_host()?[0];
-    let blocks = match v {
+    compare_sum(what, got, &x[off..], chain_len(v, n as u64, chain_blocks(gpu, v, n)?))?;
+    Ok(got)
+}
+
+/// The blocks whose partial sums v06 adds (0 for the other variants).
+fn chain_blocks(gpu: &Gpu, v: Variant, n: usize) -> Result<u64> {
+    Ok(match v {
         Variant::V06MultiElement { .. } => v06_blocks(gpu, n as u64)? as u64,
         _ => 0,
-    };
-    let what = format!(
-        "{} n={n} offset={off} {kind:?} seed={seed}",
-        v.row_variant()
-    );
-    compare_sum(&what, got, &x[off..], chain_len(v, n as u64, blocks))?;
-    Ok(got)
+    })
+}
+
+/// The value of every element past index 2^31 in the 2^31 + 5 test: 2^20 each, so the
+/// 5 of them weigh 5·2^20 ≈ 0.24% of the ~2^31 total, far above the check's bound for
+/// positive inputs (~1e-5 relative). A kernel that drops them, wraps a 32-bit offset
+/// (reading elements near 0, ~1 each, instead) or returns 0 fails.
+pub const PAST_2_31_VALUE: f32 = 1_048_576.0;
+
+/// The 2^31 + 5 check: positive inputs with a distinctive tail past 2^31, and the check
+/// itself proven on the same data against the bugs it is there to catch.
+fn past_2_31(gpu: &Gpu, seed: u64) -> Result<()> {
+    let n = (1usize << 31) + 5;
+    let mut x = inputs(seed, n, Inputs::Positive);
+    for v in &mut x[1 << 31..] {
+        *v = PAST_2_31_VALUE;
+    }
+    for deterministic in [false, true] {
+        let v = Variant::V06MultiElement { deterministic };
+        let what = format!("{} n={n} positive, 2^20 past 2^31, seed={seed}", v.row_variant());
+        let got = check_on(gpu, v, &x, 0, &what)?;
+        // Planted bugs, each computed from this very input: the check must refuse them.
+        let h = chain_len(v, n as u64, chain_blocks(gpu, v, n)?);
+        let (want, abs) = sum_ref(&x);
+        let tail: f64 = x[1 << 31..].iter().map(|&v| v as f64).sum();
+        let body = want - tail;
+        let wrapped = body + x[..5].iter().map(|&v| v as f64).sum::<f64>();
+        for (bug, value) in [
+            ("returns 0", 0.0),
+            ("drops the 5 elements past 2^31", body),
+            ("wraps a 32-bit offset (reads x[0..5] for the tail)", wrapped),
+        ] {
+            if passes(value as f32, want, abs, h) {
+                return Err(Error::Mismatch(format!(
+                    "the 2^31 + 5 check would pass a kernel that {bug} ({value:e}; the GPU gave {got:e})"
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Lengths every variant is checked at: 1, 2, around a block, primes, and 2^24 + 3.
@@ -101,16 +150,10 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
         let name = format!("{}_matches_cpu", v.result_kernel().name());
         t.push(GpuTest::new(name, move |gpu| check_variant(gpu, v, seed)));
     }
+    // 2^31 + 5 f32 (8 GiB): past i32 indexing, both the atomic and the deterministic v06
+    // (the kernels index with u64). Skipped under the sanitizer with the other multi-GB tests.
     t.push(GpuTest::new("reduce_v06_past_2_31_elements", move |gpu| {
-        // 2^31 + 5 f32 (8 GiB): past i32 indexing, both the atomic and the deterministic
-        // v06 (the kernels index with u64). Skipped under the sanitizer with the other
-        // multi-GB tests.
-        let n = (1usize << 31) + 5;
-        for deterministic in [false, true] {
-            let v = Variant::V06MultiElement { deterministic };
-            check(gpu, v, n, 0, Inputs::MixedSigns, seed ^ 0x231)?;
-        }
-        Ok(())
+        past_2_31(gpu, seed ^ 0x231)
     }));
     let det = Variant::V06MultiElement {
         deterministic: true,

@@ -16,10 +16,15 @@ use crate::testing::{GpuTest, expect_error};
 pub fn tolerance(dt: Dtype, cols: usize) -> (f32, f32) {
     let f32_rel = 4e-6 + 6e-8 * (cols as f32 / 32.0 + 10.0);
     match dt {
-        Dtype::F32 => (f32_rel, 1e-9),
-        Dtype::Bf16 => (8e-3 + f32_rel, 1e-6),
+        Dtype::F32 => (f32_rel, UNDERFLOW_ABS),
+        Dtype::Bf16 => (8e-3 + f32_rel, UNDERFLOW_ABS),
     }
 }
+
+/// The absolute floor of both dtypes: a few times f32's (and bf16's: the same exponent range)
+/// smallest normal, where flush-to-zero may drop a value. Every output above it is checked
+/// relatively (a floor of 1e-6 used to leave 37-70% of bf16 outputs of long rows unchecked).
+pub const UNDERFLOW_ABS: f32 = 4.0 * f32::MIN_POSITIVE;
 
 /// Input patterns the checks use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -204,5 +209,27 @@ mod unit_tests {
     fn tolerance_at_4096() {
         let (rel, _) = tolerance(Dtype::F32, 4096);
         assert!(rel < 2e-5 && rel > 1e-5);
+    }
+
+    /// A planted bug the old absolute floor (1e-6 for bf16) let through: a kernel writing 0
+    /// for every output below 1e-6. On long rows of the test's inputs that is most of them,
+    /// and the check must now refuse it, in both dtypes.
+    #[test]
+    fn zeroing_small_outputs_fails_the_check() {
+        for dt in [Dtype::F32, Dtype::Bf16] {
+            let (rows, cols) = (2, 32768);
+            let x = make_input(dt, rows, cols, Pattern::Normal, 7);
+            let want = super::super::reference::softmax_ref(rows, cols, &x);
+            let small = want.iter().filter(|&&w| w < 1e-6).count();
+            assert!(small > want.len() / 3, "{dt:?}: {small} small outputs");
+            let planted: Vec<f32> = want.iter().map(|&w| if w < 1e-6 { 0.0 } else { w }).collect();
+            let (rel, abs) = tolerance(dt, cols);
+            assert!(compare_f32("planted", &planted, &want, rel, abs).is_err(), "{dt:?}");
+            // The old floor passed it (the reason for the change).
+            assert!(compare_f32("planted", &planted, &want, rel, 1e-6).is_ok(), "{dt:?}");
+            // The reference itself, rounded to the dtype, passes.
+            let rounded: Vec<f32> = want.iter().map(|&w| dt.quantize(w)).collect();
+            compare_f32("rounded", &rounded, &want, rel, abs).unwrap();
+        }
     }
 }
