@@ -93,25 +93,14 @@ pub fn roofline(path: &Path, rows: &[Row], roofs: &Roofs, title: &str) -> Result
         let ridge = (peak / bw).min(AI_MAX);
         vec![(AI_MIN, AI_MIN * bw), (ridge, ridge * bw), (AI_MAX, peak)]
     };
-    let mut roof_lines = vec![(
+    // DRAM only: the x axis is intensity per byte of *DRAM* traffic, against which the L2
+    // and shared-memory bandwidths bound nothing (a point's L2 or shared bytes are not its
+    // DRAM bytes). Those ceilings are in the ceilings table.
+    let roof_lines = vec![(
         format!("DRAM {:.0} GB/s", roofs.dram_gbps),
         slope(roofs.dram_gbps),
         BLACK,
     )];
-    if let Some(l2) = roofs.l2_gbps {
-        roof_lines.push((
-            format!("L2 {l2:.0} GB/s"),
-            slope(l2),
-            RGBColor(120, 120, 120),
-        ));
-    }
-    if let Some(s) = roofs.smem_gbps {
-        roof_lines.push((
-            format!("shared {s:.0} GB/s"),
-            slope(s),
-            RGBColor(170, 170, 170),
-        ));
-    }
     for (label, pts, c) in roof_lines {
         chart
             .draw_series(LineSeries::new(pts, c.stroke_width(2)))
@@ -402,6 +391,12 @@ mod tests {
             );
         }
         assert!(texts.iter().any(|t| t.contains("DRAM 4000 GB/s")));
+        // No L2 or shared roof against DRAM intensity (they bound nothing there).
+        assert!(
+            !texts
+                .iter()
+                .any(|t| t.contains("L2 12000") || t.contains("shared 30000"))
+        );
         // Zero-FLOP rows sit at AI_MIN at GB/s/64: v02 (8 MB in 3 µs = 2667 GB/s) at 41.7.
         let (x, y) = position(&rows[1]).unwrap();
         assert_eq!(x, AI_MIN);

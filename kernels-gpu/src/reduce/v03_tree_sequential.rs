@@ -1,9 +1,9 @@
-//! reduce/v03_tree_sequential — sequential addressing: no divergence, no bank conflicts.
+//! reduce/v03_tree_sequential — sequential addressing: no divergence.
 //!
 //! Changed from v02: at step `s` (BLOCK_THREADS/2, /4, ... 1) thread `tid < s` adds
 //! `sdata[tid + s]` into `sdata[tid]`. The active threads are the first `s`, so whole warps
-//! are either busy or idle (divergence only once `s < 32`), there is no modulo, and
-//! consecutive lanes touch consecutive words (no bank conflicts).
+//! are either busy or idle (divergence only once `s < 32`), idle warps issue nothing, and
+//! consecutive lanes touch consecutive words (no bank conflicts, as in v02).
 //!
 //! Thread mapping: one element per thread (0 past the end), one block sum per block; passes
 //! over the partials as in v02.

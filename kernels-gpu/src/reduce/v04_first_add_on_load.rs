@@ -3,7 +3,7 @@
 //! Changed from v03: a block covers `2 · BLOCK_THREADS` elements; thread `tid` loads
 //! `x[base + tid]` and `x[base + tid + BLOCK_THREADS]` and stores their sum in shared memory.
 //! Half the blocks, no thread idle in the first add, two loads in flight per thread, and
-//! `⌈log_512 n⌉` passes (3 at 2^28).
+//! `⌈log_512 n⌉` passes (4 at 2^28: 2^28 → 2^19 → 2^10 → 2 → 1).
 //!
 //! Thread mapping: two elements per thread (0 past the end), one block sum per block.
 //!

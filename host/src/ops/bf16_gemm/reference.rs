@@ -33,6 +33,8 @@ fn f(bits: u16) -> f64 {
 /// So `|got - want| ≤ 2^-8·|want| + (1 + 2^-8)·E`, plus the smallest normal f32 as an
 /// absolute floor (flush-to-zero of a tiny result). Typical accumulation errors are
 /// ~√K·u·Σ|x·w|, far inside E; the bf16 rounding dominates where the products do not cancel.
+/// E stays linear in K here (gemm's FP32 check uses a √K bound): the tensor cores'
+/// truncating adders bias the errors, so the independence that √K rests on does not hold.
 /// An index bug (a missing or doubled 16-wide k step) is a sum of 16 products, ~1-2 at
 /// inputs in [-1, 1), far outside it. NaN never passes ([`compare_bounded`]).
 pub fn bound(k: usize, want: f64, sum_abs: f64) -> f64 {

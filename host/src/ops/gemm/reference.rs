@@ -9,12 +9,26 @@ use crate::error::{Error, Result};
 
 /// The f64 reference of one element and its error bound.
 ///
-/// `want = alpha·Σ a_ik·b_kj + beta·c_ij` in f64. A K-long f32 dot product in any order
-/// (FMA or not) is within `γ_K·Σ|a_ik·b_kj|` of the exact value, `γ_K ≈ K·u`, u = 2^-24;
-/// the epilogue adds a few roundings of `alpha·acc` and `beta·c`. The bound is
-/// `1e-5·|want| + (K + 4)·u·(|alpha|·Σ|a·b| + |beta·c|)`: the rigorous worst case (to first
-/// order), plus ordinary f32 relative precision. Typical errors are ~√K·u·Σ|a·b|, far
-/// inside it; index bugs (a missing or doubled tile) are far outside it.
+/// `want = alpha·Σ a_ik·b_kj + beta·c_ij` in f64. The checks use random inputs, and for those
+/// the accumulation error of a K-long f32 dot product in any order (FMA or not, IEEE
+/// round-to-nearest: the FP32 SIMT steps and cuBLAS's SGEMM) is bounded with overwhelming
+/// probability by `λ·√K·u·Σ|a_ik·b_kj|` (Higham and Mary's probabilistic analysis: the
+/// rounding errors are independent and centred; λ = [`LAMBDA`] = 8 puts the failure
+/// probability near e^-32 per element), u = 2^-24; the epilogue adds a few roundings of
+/// `alpha·acc` and `beta·c`. The bound is
+/// `1e-5·|want| + λ·√(K + 4)·u·|alpha|·Σ|a·b| + 4·u·(|alpha|·Σ|a·b| + |beta·c|)`. The
+/// worst case grows like K·u·Σ|a·b| instead ([`worst_case_accumulation`]): at K = 8192 it is
+/// about 1 for inputs in [-1, 1), more than a typical product, so a dropped k-term would
+/// pass; the √K bound is 0.09 there, and a kernel that drops a k index fails at most
+/// elements. Typical errors are ~u·Σ|a·b| (random-sign partial sums stay small).
+pub const LAMBDA: f64 = 8.0;
+
+/// The first-order worst case of a K-long f32 accumulation, `(K + 4)·u·Σ|a·b|`, valid for
+/// any inputs (adversarial ones included); the checks use the √K bound of [`element_ref`].
+pub fn worst_case_accumulation(k: usize, sum_abs: f64) -> f64 {
+    (k as f64 + 4.0) * (f32::EPSILON as f64 / 2.0) * sum_abs
+}
+
 #[allow(clippy::too_many_arguments)]
 pub fn element_ref(
     d: Dims,
@@ -42,7 +56,10 @@ fn finish(d: Dims, alpha: f32, beta: f32, c: Option<f32>, s: f64, sa: f64) -> (f
     };
     let want = alpha as f64 * s + bc;
     let u = f32::EPSILON as f64 / 2.0;
-    let bound = 1e-5 * want.abs() + (d.k as f64 + 4.0) * u * (alpha.abs() as f64 * sa + bc.abs());
+    let products = alpha.abs() as f64 * sa;
+    let bound = 1e-5 * want.abs()
+        + LAMBDA * (d.k as f64 + 4.0).sqrt() * u * products
+        + 4.0 * u * (products + bc.abs());
     (want, bound)
 }
 
@@ -245,12 +262,53 @@ mod unit_tests {
         }
         let idx: Vec<usize> = (0..d.m * d.n).collect();
         compare_bounded("f32", d, &got, &idx, &want, &bound).unwrap();
-        // One product too many (|a·b| up to 1) is outside: the bound here is ~0.25.
+        // One product too many (|a·b| up to 1) is outside: the bound here is ~0.03.
         got[7] += 1.0;
         let e = compare_bounded("x", d, &got, &idx, &want, &bound).unwrap_err();
         assert!(e.contains("1 of 15") && e.contains("C[1][2]"), "{e}");
         got[7] = f32::NAN;
         assert!(compare_bounded("x", d, &got, &idx, &want, &bound).is_err());
+    }
+
+    /// The planted bug the linear-in-K bound let through: a kernel that drops one k index
+    /// (every product a_ik·b_kj of it, for all i, j) at K = 8192. The old bound (K·u·Σ|a·b|,
+    /// ~1 here) passed every element; the √K bound refuses most of them. An f32 FMA chain
+    /// (the order of a naive kernel) still passes.
+    #[test]
+    fn a_dropped_k_index_fails_at_k_8192() {
+        let d = Dims::new(4, 6, 8192);
+        let mut r = rng(17);
+        let a = random_f32(&mut r, d.m * d.k, -1.0, 1.0);
+        let b = random_f32(&mut r, d.k * d.n, -1.0, 1.0);
+        let (want, bound) = gemm_ref(d, 1.0, &a, &b, 0.0, None);
+        let idx: Vec<usize> = (0..d.m * d.n).collect();
+        let dropped = 1234;
+        let mut planted = vec![0.0f32; d.m * d.n];
+        let mut fma = vec![0.0f32; d.m * d.n];
+        let mut old_passes = 0;
+        for i in 0..d.m {
+            for j in 0..d.n {
+                let (mut s, mut t, mut sa) = (0.0f32, 0.0f32, 0.0f64);
+                for kk in 0..d.k {
+                    let (x, y) = (a[i * d.k + kk], b[kk * d.n + j]);
+                    t = x.mul_add(y, t);
+                    sa += (x as f64 * y as f64).abs();
+                    if kk != dropped {
+                        s = x.mul_add(y, s);
+                    }
+                }
+                let e = i * d.n + j;
+                planted[e] = s;
+                fma[e] = t;
+                let old = 1e-5 * want[e].abs() + worst_case_accumulation(d.k, sa);
+                old_passes += ((s as f64 - want[e]).abs() <= old) as usize;
+            }
+        }
+        assert_eq!(old_passes, d.m * d.n, "the old bound passed the planted bug everywhere");
+        compare_bounded("fma", d, &fma, &idx, &want, &bound).unwrap();
+        let e = compare_bounded("planted", d, &planted, &idx, &want, &bound).unwrap_err();
+        let failing: usize = e.split(" of ").next().unwrap().rsplit(' ').next().unwrap().parse().unwrap();
+        assert!(failing * 2 > d.m * d.n, "{e}");
     }
 
     #[test]
