@@ -80,9 +80,19 @@ fn profiler(on: bool) -> Result<()> {
 
 /// The first case called `name` (for variants with several settings: the first, the
 /// ladder's baseline setting).
+/// The case `name` names: `FAMILY/VARIANT`, the first case of that name, or
+/// `FAMILY/VARIANT@TEXT`, the first whose shape or note contains TEXT (e.g.
+/// `memory/v01_strided_copy@stride 8`, `bf16_gemm/v05_weight_streaming@8×28672`).
 fn find_case(name: &str, size: Option<u64>) -> std::result::Result<Case, ExitCode> {
     let mut cases = ops::all_cases(false, size, crate::check::seed());
-    match cases.iter().position(|c| c.name() == name) {
+    let (name, pick) = match name.split_once('@') {
+        Some((n, p)) => (n, Some(p)),
+        None => (name, None),
+    };
+    let fits = |c: &Case| {
+        c.name() == name && pick.is_none_or(|p| c.shape.contains(p) || c.note.contains(p))
+    };
+    match cases.iter().position(fits) {
         Some(i) => Ok(cases.swap_remove(i)),
         None => {
             eprintln!(
@@ -634,6 +644,21 @@ pub fn compare_with_model(case: &Case, kernels: &[KernelMetrics], roofs: &Roofs)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_case_is_picked_by_its_note_or_shape() {
+        let c = find_case("memory/v01_strided_copy@stride 8", None)
+            .ok()
+            .unwrap();
+        assert_eq!(c.note, "stride 8");
+        let c = find_case("memory/v01_strided_copy", None).ok().unwrap();
+        assert_eq!(c.note, "stride 32");
+        let c = find_case("bf16_gemm/v05_weight_streaming@8×28672", None)
+            .ok()
+            .unwrap();
+        assert_eq!(c.shape, "8×28672×8192");
+        assert!(find_case("memory/v01_strided_copy@stride 99", None).is_err());
+    }
 
     /// The shape of `ncu --csv --page raw --print-units base` output (ncu 2025), trimmed to
     /// three metrics, with the program's own lines around it.

@@ -5,6 +5,7 @@
 //! and `bars-FAMILY.svg`. Without one: the same report, predicted from the cost model and a
 //! datasheet profile, every measured column marked "needs a GPU".
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -246,23 +247,49 @@ fn main() -> ExitCode {
         let device = gpu
             .as_ref()
             .and_then(|g| serde_json::to_value(&g.info).ok());
+        // On a terminal: a progress bar (rows done, the current row, time left), and only
+        // failures printed; otherwise (CI logs, run-all) a line per row as it finishes.
+        let bar = (gpu.is_some() && std::io::stderr().is_terminal()).then(|| {
+            let pb = indicatif::ProgressBar::new(cases.len() as u64);
+            pb.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{bar:40} {pos}/{len} rows, {elapsed} so far, ~{eta} left  {msg}",
+                )
+                .expect("a valid template"),
+            );
+            pb
+        });
+        let say = |line: String, always: bool| match &bar {
+            Some(pb) if always => pb.println(line),
+            Some(_) => {}
+            None => eprintln!("{line}"),
+        };
         for case in &cases {
+            if let Some(pb) = &bar {
+                pb.set_message(format!("{} {}", case.name(), case.shape));
+            }
             let row = match &gpu {
                 Some(gpu) => {
                     let (row, err) = bench::run_case(gpu, case, reps);
+                    if let Some(pb) = &bar {
+                        pb.inc(1);
+                    }
                     match (&row.median_us, &err) {
-                        (Some(m), _) => eprintln!(
-                            "  {:<48} {:>10.1} µs  ({} reps, row took {:.1} s)",
-                            row.name,
-                            m,
-                            row.reps.unwrap_or(0),
-                            row.wall_s.unwrap_or(0.0)
+                        (Some(m), _) => say(
+                            format!(
+                                "  {:<48} {:>10.1} µs  ({} reps, row took {:.1} s)",
+                                row.name,
+                                m,
+                                row.reps.unwrap_or(0),
+                                row.wall_s.unwrap_or(0.0)
+                            ),
+                            false,
                         ),
-                        (None, Some(e)) => eprintln!("  {:<48} FAILED: {e}", row.name),
+                        (None, Some(e)) => say(format!("  {:<48} FAILED: {e}", row.name), true),
                         _ => {}
                     }
                     if let Some(why) = &row.unavailable {
-                        eprintln!("  {:<48} UNAVAILABLE: {why}", row.name);
+                        say(format!("  {:<48} UNAVAILABLE: {why}", row.name), true);
                     } else if !row.correct {
                         failed += 1;
                     }
@@ -270,8 +297,10 @@ fn main() -> ExitCode {
                         && e.is_fatal()
                     {
                         rows.push(row);
-                        eprintln!(
+                        say(
                             "rooflab: the CUDA context is unusable after this fault; stopping the run."
+                                .into(),
+                            true,
                         );
                         break;
                     }
@@ -299,6 +328,9 @@ fn main() -> ExitCode {
             if let Ok(json) = serde_json::to_string_pretty(&partial) {
                 let _ = report::atomic_write(&partial_path, json.as_bytes());
             }
+        }
+        if let Some(pb) = &bar {
+            pb.finish_and_clear();
         }
     }
     let measured = gpu.is_some();

@@ -91,11 +91,11 @@ pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
     };
     let mut out = Vec::new();
     for op in [Op::Copy, Op::Saxpy] {
-        // v01 at stride 32 first (the ladder's baseline); copy then shows a short stride
-        // sweep so the table shows the bytes model at work; then the other steps.
+        // v01 at stride 32 first (the ladder's baseline); copy then sweeps the stride down to
+        // 1 so the table shows the bytes model at work; then the other steps.
         let mut variants: Vec<Variant> = vec![LADDER[0]];
         if op == Op::Copy {
-            variants.extend([8, 2].map(|stride| Variant::V01Strided { stride }));
+            variants.extend([16, 8, 4, 2, 1].map(|stride| Variant::V01Strided { stride }));
         }
         variants.extend(&LADDER[1..]);
         for v in variants {
@@ -103,7 +103,7 @@ pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
                 Op::Copy => copy_cost(n),
                 Op::Saxpy => saxpy_cost(n),
             };
-            let cost = base.with_modelled(v.modelled_bytes(base.min_bytes));
+            let cost = base.with_modelled(v.modelled_bytes(op, base.min_bytes));
             let note = match v {
                 Variant::V01Strided { stride } => format!("stride {stride}"),
                 _ => String::new(),

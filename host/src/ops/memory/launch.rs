@@ -155,12 +155,27 @@ impl Variant {
         }
     }
 
-    /// The traffic this variant is modelled to cause beyond the op's minimum: the strided
-    /// mapping uses 4 bytes of each 32-byte sector it fetches once `stride >= 8`.
-    pub fn modelled_bytes(self, min: Bytes) -> Bytes {
-        match self {
-            Variant::V01Strided { stride } => min * stride.min(8) as u64,
-            _ => min,
+    /// The DRAM traffic this variant is modelled to cause for `op`, whose minimum is `min`
+    /// (4 bytes per array per element). The strided mapping, per 4-byte element of a strided
+    /// array (the rules ncu's DRAM counters on the H200 gave for the copy: 3.0x, 12.0x and
+    /// 16.0x the minimum at strides 2, 8 and 32):
+    /// - a read fetches its 32-byte sector, shared by `8 / min(stride, 8)` elements: `min(stride,
+    ///   8)` × 4 bytes; once elements are 64 bytes apart (stride ≥ 16) DRAM delivers the
+    ///   64-byte pair of sectors for each: 16 × 4 bytes;
+    /// - a write of part of a sector makes L2 read the sector first (a fill) and write it
+    ///   back: `min(stride, 8)` × 4 bytes each way (no fill at stride 1, whole sectors);
+    /// - saxpy's y is read before it is written, so its write needs no fill of its own.
+    pub fn modelled_bytes(self, op: Op, min: Bytes) -> Bytes {
+        let Variant::V01Strided { stride } = self else {
+            return min;
+        };
+        let per_sector = stride.clamp(1, 8) as u64;
+        let read = if stride >= 16 { 16 } else { per_sector };
+        let (write, fill) = (per_sector, if stride >= 2 { per_sector } else { 0 });
+        // In units of 4 bytes per element: min is 2 of them (copy) or 3 (saxpy).
+        match op {
+            Op::Copy => Bytes(min.0 * (read + write + fill) / 2),
+            Op::Saxpy => Bytes(min.0 * (2 * read + write) / 3),
         }
     }
 }
