@@ -9,9 +9,13 @@
 //!
 //! Memory traffic: a warp's 32 loads hit 32 different 32-byte sectors once `stride >= 8`, using
 //! 4 bytes of each; the sector is evicted long before the neighbour that needs the rest comes
-//! by. So DRAM moves `min(stride, 8)` times the useful bytes (the model's wasted sectors).
+//! by. Reads move `min(stride, 8)` times the useful bytes (16 times from stride 16 on: DRAM
+//! then delivers a 64-byte sector pair per element); each partial-sector write costs a fill
+//! read and a write of the sector, `min(stride, 8)` times each way. The copy: 3×, 6×, 12×,
+//! 16× its minimum at strides 2, 4, 8, ≥ 16 (the host's `modelled_bytes`, checked against
+//! ncu's DRAM counters on the H200).
 //!
-//! Expected bound: DRAM, at about `1/min(stride, 8)` of the copy roof in useful GB/s.
+//! Expected bound: DRAM, at about 1/16 of the copy roof in useful GB/s from stride 16 on.
 
 /// Threads per block.
 pub const BLOCK_THREADS: u32 = 256;
