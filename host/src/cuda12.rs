@@ -132,3 +132,37 @@ pub(crate) unsafe fn max_active_clusters(
     }
     Ok(n as u32)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `CUlaunchConfig`'s layout in cuda.h (x86-64): seven `unsigned int`, then the stream
+    /// handle on an 8-byte boundary, the attribute pointer, their count: 56 bytes.
+    #[test]
+    fn launch_config_matches_cuda_h() {
+        assert_eq!(std::mem::size_of::<LaunchConfig>(), 56);
+        assert_eq!(std::mem::offset_of!(LaunchConfig, shared_bytes), 24);
+        assert_eq!(std::mem::offset_of!(LaunchConfig, stream), 32);
+        assert_eq!(std::mem::offset_of!(LaunchConfig, attrs), 40);
+        assert_eq!(std::mem::offset_of!(LaunchConfig, num_attrs), 48);
+    }
+
+    /// Without a driver library (this CI machine has only the link stub, or none at run
+    /// time) the lookups fail with the driver-too-old message, never a panic.
+    #[test]
+    fn a_missing_symbol_is_a_clear_error() {
+        static F: OnceLock<std::result::Result<EncodeTiled, String>> = OnceLock::new();
+        // SAFETY: never called; only looked up.
+        match unsafe { symbol(&F, "cuNoSuchFunctionInAnyDriver", "99.0", "9.9") } {
+            Ok(_) => panic!("found a symbol that does not exist"),
+            Err(e) => {
+                let m = e.to_string();
+                assert!(
+                    m.contains("cuNoSuchFunctionInAnyDriver") && m.contains("99.0"),
+                    "{m}"
+                );
+            }
+        }
+    }
+}

@@ -168,6 +168,17 @@ mod tests {
             isa: "7.8".into(),
         };
         assert!(e.to_string().contains("Update the driver"));
+        // A driver that is there but fails is not "no device": its code and what to do.
+        let e = Error::DriverBroken {
+            code: "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH (803)".into(),
+            hint: crate::gpu::init_hint(803).into(),
+        };
+        let m = e.to_string();
+        assert!(
+            m.contains("803") && m.contains("reinstall") && m.contains("not \"no GPU here\""),
+            "{m}"
+        );
+        assert!(crate::gpu::init_hint(304).contains("/dev/nvidia"));
         let e = Error::OutOfMemory {
             requested: 10,
             requested_gib: 0.0,
