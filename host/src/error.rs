@@ -146,6 +146,26 @@ pub fn is_sticky(e: CudaError) -> bool {
     )
 }
 
+/// What to do about a failing `cuInit`, by its code.
+pub fn init_hint(code: i32) -> &'static str {
+    match code {
+        803 | 804 => {
+            "The user-mode driver (libcuda) and the kernel module disagree: reinstall \
+                      the driver or reboot after an update"
+        }
+        46 => {
+            "The devices are busy or unavailable (exclusive-process mode, or taken by \
+               another process): free them or pick another with ROOFLAB_DEVICE"
+        }
+        304 => {
+            "The driver could not reach the GPU (device nodes /dev/nvidia*, permissions, \
+                a container without the GPU passed in)"
+        }
+        999 => "An unknown driver error: check `nvidia-smi` and the kernel log (dmesg)",
+        _ => "Check that `nvidia-smi` works, then the driver installation",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,14 +191,14 @@ mod tests {
         // A driver that is there but fails is not "no device": its code and what to do.
         let e = Error::DriverBroken {
             code: "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH (803)".into(),
-            hint: crate::gpu::init_hint(803).into(),
+            hint: init_hint(803).into(),
         };
         let m = e.to_string();
         assert!(
             m.contains("803") && m.contains("reinstall") && m.contains("not \"no GPU here\""),
             "{m}"
         );
-        assert!(crate::gpu::init_hint(304).contains("/dev/nvidia"));
+        assert!(init_hint(304).contains("/dev/nvidia"));
         let e = Error::OutOfMemory {
             requested: 10,
             requested_gib: 0.0,

@@ -139,7 +139,7 @@ impl Gpu {
             _ => {
                 return Err(Error::DriverBroken {
                     code: error_name(code),
-                    hint: init_hint(code).into(),
+                    hint: crate::error::init_hint(code).into(),
                 });
             }
         }
@@ -571,26 +571,6 @@ fn ptx_has_entry(arch: &str, name: &str) -> bool {
     ptx::BUILT
         .iter()
         .any(|(a, p)| *a == arch && p.contains(&needle))
-}
-
-/// What to do about a failing `cuInit`, by its code.
-pub fn init_hint(code: i32) -> &'static str {
-    match code {
-        803 | 804 => {
-            "The user-mode driver (libcuda) and the kernel module disagree: reinstall \
-                      the driver or reboot after an update"
-        }
-        46 => {
-            "The devices are busy or unavailable (exclusive-process mode, or taken by \
-               another process): free them or pick another with ROOFLAB_DEVICE"
-        }
-        304 => {
-            "The driver could not reach the GPU (device nodes /dev/nvidia*, permissions, \
-                a container without the GPU passed in)"
-        }
-        999 => "An unknown driver error: check `nvidia-smi` and the kernel log (dmesg)",
-        _ => "Check that `nvidia-smi` works, then the driver installation",
-    }
 }
 
 /// Load a PTX module into the current context, turning a refusal into an error that says

@@ -84,7 +84,9 @@ pub fn roofline(path: &Path, rows: &[Row], roofs: &Roofs, title: &str) -> Result
     chart
         .configure_mesh()
         .x_desc("arithmetic intensity (FLOP / byte of minimum DRAM traffic)")
-        .y_desc("GFLOP/s (0-FLOP ops: at AI = 1/64, height = GB/s / 64)")
+        .y_desc("FLOP/s (0-FLOP ops: at AI = 1/64, height = GB/s / 64)")
+        .x_label_formatter(&|v| tick(*v))
+        .y_label_formatter(&|v| rate_tick(*v))
         .draw()
         .map_err(err)?;
 
@@ -219,39 +221,68 @@ pub fn roofline(path: &Path, rows: &[Row], roofs: &Roofs, title: &str) -> Result
             .label(format!("{family} {ladder}: fastest step at each size"))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
     }
-    // Labels of points in one column (same intensity) are spread apart in pixels, top to
-    // bottom, so close points stay readable.
-    // (column, -y for top-to-bottom order, row, point, label offset in pixels)
-    type Placed<'a> = (i64, f64, &'a Row, (f64, f64), i32);
-    let mut placed: Vec<Placed> = rows
+    // Every point, with its name and figures as a tooltip (an SVG <title>, added below).
+    let mut tooltips = Vec::new();
+    let mut points: Vec<(&Row, (f64, f64))> = rows
         .iter()
-        .filter_map(|r| position(r).map(|p| ((p.0.log2() * 8.0).round() as i64, -p.1, r, p, 0)))
+        .filter_map(|r| position(r).map(|p| (r, p)))
         .collect();
-    placed.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
-    let mut last: Option<(i64, i32)> = None;
-    for item in placed.iter_mut() {
-        let py = chart.as_coord_spec().translate(&item.3).1;
-        let mut label_y = py;
-        if let Some((col, prev)) = last
-            && col == item.0
-        {
-            label_y = label_y.max(prev + 11);
-        }
-        item.4 = label_y - py;
-        last = Some((item.0, label_y));
-    }
-    for (_, _, r, p, dy) in placed {
-        let c = colour(families.iter().position(|f| *f == r.family).unwrap_or(0));
-        let label = if r.note.is_empty() {
+    points.sort_by(|a, b| a.1.0.total_cmp(&b.1.0).then(b.1.1.total_cmp(&a.1.1)));
+    let name_of = |r: &Row| {
+        if r.note.is_empty() {
             r.name.clone()
         } else {
             format!("{} ({})", r.name, r.note)
-        };
+        }
+    };
+    for (r, p) in &points {
+        let c = colour(families.iter().position(|f| *f == r.family).unwrap_or(0));
+        tooltips.push(tooltip(r, &name_of(r)));
+        chart
+            .draw_series(std::iter::once(
+                EmptyElement::at(*p) + Circle::new((0, 0), POINT_RADIUS, c.filled()),
+            ))
+            .map_err(err)?;
+    }
+    // Labels only where they teach: each family's best step and the v01 it started from.
+    // Each goes to the first of a few spots around its point where its box overlaps no label
+    // placed before and stays inside the plot.
+    let area = chart.plotting_area().get_pixel_range();
+    let mut boxes: Vec<LabelBox> = Vec::new();
+    for r in labelled_rows(rows) {
+        let Some(p) = position(r) else { continue };
+        let (px, py) = chart.as_coord_spec().translate(&p);
+        let name = name_of(r);
+        let (w, h) = (label_width(&name), LABEL_HEIGHT);
+        let spot = LABEL_SPOTS
+            .iter()
+            .map(|&(sx, dy)| {
+                let dx = if sx > 0 { 7 } else { -7 - w };
+                (
+                    dx,
+                    dy,
+                    LabelBox {
+                        x: px + dx,
+                        y: py + dy,
+                        w,
+                        h,
+                    },
+                )
+            })
+            .find(|(_, _, b)| {
+                b.x >= area.0.start
+                    && b.x + b.w <= area.0.end
+                    && b.y >= area.1.start
+                    && b.y + b.h <= area.1.end
+                    && !boxes.iter().any(|o| o.overlaps(b))
+            });
+        let Some((dx, dy, b)) = spot else { continue };
+        boxes.push(b);
+        let c = colour(families.iter().position(|f| *f == r.family).unwrap_or(0));
         chart
             .draw_series(std::iter::once(
                 EmptyElement::at(p)
-                    + Circle::new((0, 0), POINT_RADIUS, c.filled())
-                    + Text::new(label, (6, dy - 4), ("sans-serif", 10).into_font().color(&c)),
+                    + Text::new(name, (dx, dy), ("sans-serif", 11).into_font().color(&c)),
             ))
             .map_err(err)?;
     }
@@ -263,7 +294,170 @@ pub fn roofline(path: &Path, rows: &[Row], roofs: &Roofs, title: &str) -> Result
         .draw()
         .map_err(err)?;
     root.present().map_err(err)?;
-    Ok(())
+    drop(chart);
+    drop(root);
+    add_point_titles(path, &tooltips)
+}
+
+/// A label's box in pixels, for the overlap test.
+#[derive(Clone, Copy, Debug)]
+pub struct LabelBox {
+    pub x: i32,
+    pub y: i32,
+    pub w: i32,
+    pub h: i32,
+}
+
+impl LabelBox {
+    pub fn overlaps(&self, o: &LabelBox) -> bool {
+        self.x < o.x + o.w && o.x < self.x + self.w && self.y < o.y + o.h && o.y < self.y + self.h
+    }
+}
+
+/// Height of an 11-px label's box, and its width estimate (sans-serif averages under 6.3 px
+/// a character at 11 px).
+const LABEL_HEIGHT: i32 = 13;
+fn label_width(text: &str) -> i32 {
+    (text.chars().count() as f64 * 6.3).ceil() as i32
+}
+
+/// Where a label may go around its point: (side: right > 0 / left < 0, dy of its top).
+const LABEL_SPOTS: [(i32, i32); 10] = [
+    (1, -7),
+    (1, -20),
+    (1, 6),
+    (-1, -7),
+    (-1, -20),
+    (-1, 6),
+    (1, -33),
+    (1, 19),
+    (-1, -33),
+    (-1, 19),
+];
+
+/// The rows the roofline labels: per family, its best measured row (highest % of roof, or
+/// the fastest predicted) and the v01 of the same ladder and shape.
+fn labelled_rows(rows: &[Row]) -> Vec<&Row> {
+    let mut out: Vec<&Row> = Vec::new();
+    let mut families: Vec<&str> = Vec::new();
+    for r in rows {
+        if !families.contains(&r.family.as_str()) {
+            families.push(&r.family);
+        }
+    }
+    for f in families {
+        let score = |r: &Row| {
+            r.pct_of_roof
+                .or_else(|| {
+                    r.accounting
+                        .map(|a| 100.0 * a.floor_us / a.variant_floor_us)
+                })
+                .unwrap_or(0.0)
+        };
+        let Some(best) = rows
+            .iter()
+            .filter(|r| r.family == f && position(r).is_some())
+            .max_by(|a, b| score(a).total_cmp(&score(b)))
+        else {
+            continue;
+        };
+        out.push(best);
+        if let Some(v01) = rows.iter().find(|r| {
+            r.family == f
+                && r.ladder == best.ladder
+                && r.shape == best.shape
+                && r.variant.starts_with("v01")
+                && position(r).is_some()
+        }) && !std::ptr::eq(v01, best)
+        {
+            out.push(v01);
+        }
+    }
+    out
+}
+
+/// A point's tooltip: its name and figures.
+fn tooltip(r: &Row, name: &str) -> String {
+    let mut t = format!("{name} {}", r.shape);
+    if let Some(m) = r.median_us {
+        t += &format!(": {m:.1} µs");
+    }
+    if r.tflops.is_some_and(|x| x > 0.0) {
+        t += &format!(", {:.2} TFLOP/s", r.tflops.unwrap_or(0.0));
+    } else if let Some(g) = r.gbps {
+        t += &format!(", {g:.0} GB/s");
+    }
+    if let Some(p) = r.pct_of_roof {
+        t += &format!(", {p:.1}% of roof");
+    }
+    t
+}
+
+/// plotters draws no SVG `<title>`: give the k-th point circle (radius [`POINT_RADIUS`],
+/// drawn in the order of `titles`) its tooltip by rewriting the file.
+fn add_point_titles(path: &Path, titles: &[String]) -> Result<()> {
+    let svg = std::fs::read_to_string(path).map_err(err)?;
+    let marker = format!("r=\"{POINT_RADIUS}\"");
+    let mut out = String::with_capacity(svg.len() + titles.len() * 80);
+    let mut rest = svg.as_str();
+    let mut k = 0;
+    while let Some(i) = rest.find("<circle") {
+        let end = i + rest[i..]
+            .find("/>")
+            .ok_or_else(|| err("unclosed <circle"))?;
+        let element = &rest[i..end];
+        out.push_str(&rest[..i]);
+        match titles.get(k).filter(|_| element.contains(&marker)) {
+            Some(t) => {
+                out.push_str(element);
+                out.push_str("><title>");
+                out.push_str(&xml_escape(t));
+                out.push_str("</title></circle>");
+                k += 1;
+            }
+            None => {
+                out.push_str(element);
+                out.push_str("/>");
+            }
+        }
+        rest = &rest[end + 2..];
+    }
+    out.push_str(rest);
+    if k != titles.len() {
+        return Err(err(format!(
+            "{} point circles for {} tooltips",
+            k,
+            titles.len()
+        )));
+    }
+    std::fs::write(path, out).map_err(err)
+}
+
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// An axis tick as people write it: 0.1, 1, 10, 1000, 1/64 (no trailing zeros).
+fn tick(v: f64) -> String {
+    if v > 0.0 && v < 0.1 {
+        let inv = 1.0 / v;
+        if (inv - inv.round()).abs() < 1e-9 {
+            return format!("1/{}", inv.round());
+        }
+    }
+    let s = format!("{v:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// A rate tick from GFLOP/s: "100 GFLOP/s", "10 TFLOP/s".
+fn rate_tick(gflops: f64) -> String {
+    if gflops >= 1000.0 {
+        format!("{} TFLOP/s", tick(gflops / 1000.0))
+    } else {
+        format!("{} GFLOP/s", tick(gflops))
+    }
 }
 
 /// A horizontal bar per row of `family`: % of roof (measured) or floor µs (predicted).
@@ -378,18 +572,64 @@ mod tests {
             .filter(|n| n.has_tag_name("circle") && n.attribute("r") == Some(r.as_str()))
             .collect();
         assert_eq!(points.len(), rows.len(), "one point per row");
+        // Every point has its tooltip, naming the row.
+        for (p, row) in points.iter().zip(&rows) {
+            let title = p
+                .children()
+                .find(|c| c.has_tag_name("title"))
+                .and_then(|t| t.text())
+                .unwrap_or_default();
+            assert!(rows.iter().any(|r| title.contains(&r.name)), "{title:?}");
+            let _ = row;
+        }
         let texts: Vec<String> = doc
             .descendants()
             .filter(|n| n.has_tag_name("text"))
-            .filter_map(|n| n.text().map(str::to_string))
+            .filter_map(|n| n.text().map(|t| t.trim().to_string()))
             .collect();
-        for row in &rows {
-            assert!(
-                texts.iter().any(|t| t.contains(&row.name)),
-                "label for {}",
-                row.name
-            );
+        // Labels: the family's best step (the highest % of roof) and the v01 it started
+        // from; not every row.
+        let labelled = rows
+            .iter()
+            .filter(|r| texts.iter().any(|t| t.contains(&r.name)))
+            .count();
+        assert!(labelled >= 2 && labelled < rows.len(), "{labelled} labels");
+        assert!(texts.iter().any(|t| t.contains("memory/v01_strided_copy")));
+        // No two point labels overlap (boxes from the SVG's own text positions).
+        let label_boxes: Vec<LabelBox> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("text"))
+            .filter(|n| {
+                n.text()
+                    .is_some_and(|t| rows.iter().any(|r| t.contains(&r.name)))
+            })
+            .map(|n| {
+                let num = |a: &str| {
+                    n.attribute(a)
+                        .and_then(|v| v.parse::<f64>().ok())
+                        .unwrap_or(0.0) as i32
+                };
+                let t = n.text().unwrap().trim();
+                LabelBox {
+                    x: num("x"),
+                    y: num("y"),
+                    w: label_width(t),
+                    h: LABEL_HEIGHT,
+                }
+            })
+            .collect();
+        for (i, a) in label_boxes.iter().enumerate() {
+            for b in &label_boxes[i + 1..] {
+                assert!(!a.overlaps(b), "{a:?} overlaps {b:?}");
+            }
         }
+        // Ticks as people write them.
+        assert!(
+            texts.iter().any(|t| t == "1/64" || t == "0.1" || t == "1"),
+            "{texts:?}"
+        );
+        assert!(texts.iter().any(|t| t == "1 TFLOP/s"), "{texts:?}");
+        assert!(!texts.iter().any(|t| t.contains("100000.0")));
         assert!(texts.iter().any(|t| t.contains("DRAM 4000 GB/s")));
         // No L2 or shared roof against DRAM intensity (they bound nothing there).
         assert!(
