@@ -42,7 +42,8 @@ fn err(e: impl std::fmt::Display) -> Error {
 
 /// Distinct colours for families.
 fn colour(i: usize) -> RGBColor {
-    const C: [RGBColor; 8] = [
+    // Twelve: a ladder has up to eleven steps, each with its own colour.
+    const C: [RGBColor; 12] = [
         RGBColor(31, 119, 180),
         RGBColor(255, 127, 14),
         RGBColor(44, 160, 44),
@@ -51,6 +52,10 @@ fn colour(i: usize) -> RGBColor {
         RGBColor(140, 86, 75),
         RGBColor(227, 119, 194),
         RGBColor(23, 190, 207),
+        RGBColor(188, 189, 34),
+        RGBColor(127, 127, 127),
+        RGBColor(0, 0, 128),
+        RGBColor(230, 171, 2),
     ];
     C[i % C.len()]
 }
@@ -460,11 +465,26 @@ fn rate_tick(gflops: f64) -> String {
     }
 }
 
-/// A horizontal bar per row of `family`: % of roof (measured) or floor µs (predicted).
+/// A horizontal bar per row of `family`: % of roof (measured) or floor µs (predicted),
+/// grouped by ladder and shape (a heading line per group), one colour per variant in every
+/// group, and where the row has an in-process peer, a black tick at the peer's own % of
+/// roof (its time against the same floor).
 pub fn family_bars(path: &Path, rows: &[Row], family: &str, measured: bool) -> Result<()> {
     let mine: Vec<&Row> = rows.iter().filter(|r| r.family == family).collect();
-    let n = mine.len().max(1);
-    let root = SVGBackend::new(path, (1000, 120 + 26 * n as u32)).into_drawing_area();
+    // Groups in order of first appearance; a variant's colour is its index among the
+    // family's variants, so it is the same in every group.
+    let mut groups: Vec<(&str, &str)> = Vec::new();
+    let mut variants: Vec<&str> = Vec::new();
+    for r in &mine {
+        if !groups.contains(&(r.ladder.as_str(), r.shape.as_str())) {
+            groups.push((&r.ladder, &r.shape));
+        }
+        if !variants.contains(&r.variant.as_str()) {
+            variants.push(&r.variant);
+        }
+    }
+    let lines = (mine.len() + groups.len()).max(1);
+    let root = SVGBackend::new(path, (1000, 120 + 24 * lines as u32)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
     let value = |r: &Row| {
         if measured {
@@ -473,8 +493,16 @@ pub fn family_bars(path: &Path, rows: &[Row], family: &str, measured: bool) -> R
             r.accounting.map(|a| a.variant_floor_us)
         }
     };
+    // The peer's % of roof: the row's floor over the peer's time.
+    let peer = |r: &Row| -> Option<f64> {
+        let (p, m, t) = (r.pct_of_roof?, r.median_us?, r.peer_median_us?);
+        (measured && t > 0.0).then(|| p * m / t)
+    };
     let xmax = if measured {
-        110.0
+        mine.iter()
+            .filter_map(|r| peer(r))
+            .fold(110.0, f64::max)
+            .min(400.0)
     } else {
         mine.iter().filter_map(|r| value(r)).fold(1.0, f64::max) * 1.1
     };
@@ -488,33 +516,69 @@ pub fn family_bars(path: &Path, rows: &[Row], family: &str, measured: bool) -> R
         .margin(15)
         .x_label_area_size(35)
         .y_label_area_size(10)
-        .build_cartesian_2d(0.0..xmax, 0.0..n as f64)
+        .build_cartesian_2d(0.0..xmax, 0.0..lines as f64)
         .map_err(err)?;
     chart
         .configure_mesh()
         .disable_y_mesh()
         .disable_y_axis()
-        .x_desc(what)
+        .x_desc(if measured {
+            "% of roof (MBU / MFU); black tick: the peer library on the same row"
+        } else {
+            what
+        })
+        .x_label_formatter(&|v| tick(*v))
         .draw()
         .map_err(err)?;
-    for (i, r) in mine.iter().enumerate() {
-        let y = (n - 1 - i) as f64;
-        let v = value(r).unwrap_or(0.0);
-        let c = colour(i);
-        chart
-            .draw_series(std::iter::once(Rectangle::new(
-                [(0.0, y + 0.15), (v, y + 0.85)],
-                c.mix(0.6).filled(),
-            )))
-            .map_err(err)?;
-        let label = format!("{} {} {}  {:.1}", r.variant, r.shape, r.note, v);
+    let mut line = 0usize;
+    let y_of = |line: &mut usize| {
+        let y = (lines - 1 - *line) as f64;
+        *line += 1;
+        y
+    };
+    for &(ladder, shape) in &groups {
+        let y = y_of(&mut line);
         chart
             .draw_series(std::iter::once(Text::new(
-                label,
-                (xmax * 0.01, y + 0.65),
-                ("sans-serif", 12).into_font(),
+                format!("{ladder} · {shape}"),
+                (xmax * 0.005, y + 0.75),
+                ("sans-serif", 13).into_font().style(FontStyle::Bold),
             )))
             .map_err(err)?;
+        for r in mine
+            .iter()
+            .filter(|r| r.ladder == ladder && r.shape == shape)
+        {
+            let y = y_of(&mut line);
+            let v = value(r).unwrap_or(0.0);
+            let c = colour(variants.iter().position(|v| *v == r.variant).unwrap_or(0));
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(0.0, y + 0.15), (v.min(xmax), y + 0.85)],
+                    c.mix(0.6).filled(),
+                )))
+                .map_err(err)?;
+            if let Some(pv) = peer(r) {
+                let pv = pv.min(xmax);
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        vec![(pv, y + 0.05), (pv, y + 0.95)],
+                        BLACK.stroke_width(3),
+                    )))
+                    .map_err(err)?;
+            }
+            let mut label = format!("{} {}  {:.1}", r.variant, r.note, v);
+            if let (Some(pv), Some(name)) = (peer(r), &r.peer) {
+                label += &format!("   ({name}: {pv:.1})");
+            }
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    label,
+                    (xmax * 0.01, y + 0.65),
+                    ("sans-serif", 12).into_font(),
+                )))
+                .map_err(err)?;
+        }
     }
     root.present().map_err(err)?;
     Ok(())
@@ -653,6 +717,21 @@ mod tests {
             .filter(|t| t.contains("v0"))
             .count();
         assert_eq!(labels, rows.len());
+        // Grouped: one heading per ladder and shape.
+        assert!(
+            doc.descendants()
+                .filter_map(|n| n.text())
+                .any(|t| t.trim() == "copy · n"),
+            "group heading"
+        );
+        // With a peer: a black tick and the peer's own % of roof in the label.
+        let mut with_peer = rows.clone();
+        with_peer[1].peer = Some("cuBLAS".into());
+        with_peer[1].peer_median_us = with_peer[1].median_us.map(|m| m * 2.0);
+        family_bars(&bars, &with_peer, "memory", true).unwrap();
+        let text = std::fs::read_to_string(&bars).unwrap();
+        let want = format!("(cuBLAS: {:.1})", with_peer[1].pct_of_roof.unwrap() / 2.0);
+        assert!(text.contains(&want), "{want}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
