@@ -570,24 +570,9 @@ fn require_gpu(r: Option<&TestResult>) -> Result<()> {
     }
 }
 
-/// The `test result:` line of the `gpu` test target in the `cargo test` output.
-fn gpu_target_result(output: &str) -> Option<TestResult> {
-    let mut in_gpu = false;
-    let mut result = None;
-    for line in output.lines() {
-        let t = line.trim();
-        if t.starts_with("Running ") || t.starts_with("Doc-tests ") {
-            in_gpu = is_gpu_target(t);
-        } else if in_gpu && let Some(r) = parse_test_result(t) {
-            result = Some(r);
-        }
-    }
-    result
-}
-
-/// The one-line verdict on the `gpu` test target (tests/, harness = false), read from the
-/// `cargo test` output: its section starts at cargo's `Running ... (.../deps/gpu-<hash>)`.
-fn gpu_summary(output: &str) -> String {
+/// The `gpu` test target's section of the `cargo test` output (from cargo's `Running ...
+/// (.../deps/gpu-<hash>)` line to the next target) and its `test result:` line.
+fn gpu_section(output: &str) -> (String, Option<TestResult>) {
     let mut in_gpu = false;
     let mut section = String::new();
     let mut result = None;
@@ -605,6 +590,18 @@ fn gpu_summary(output: &str) -> String {
             }
         }
     }
+    (section, result)
+}
+
+/// The `test result:` line of the `gpu` test target in the `cargo test` output.
+fn gpu_target_result(output: &str) -> Option<TestResult> {
+    gpu_section(output).1
+}
+
+/// The one-line verdict on the `gpu` test target (tests/, harness = false), read from the
+/// `cargo test` output.
+fn gpu_summary(output: &str) -> String {
+    let (section, result) = gpu_section(output);
     let Some(r) = result else {
         return util::bad("GPU tests: no result seen from the `gpu` test target (did it run?)");
     };
