@@ -67,14 +67,20 @@ pub fn passes(got: f32, want: f64, abs_sum: f64, h: u64) -> bool {
 /// Compare a GPU sum with the f64 reference; NaN (the poison) and infinities fail.
 pub fn compare_sum(what: &str, got: f32, x: &[f32], h: u64) -> Result<()> {
     let (want, abs) = sum_ref(x);
-    let tol = tolerance(h, abs);
+    compare_sum_to(what, got, want, abs, h)
+}
+
+/// [`compare_sum`] against a reference already computed: `want` and `abs_sum` from
+/// [`sum_ref`] (for inputs large enough that computing it once matters).
+pub fn compare_sum_to(what: &str, got: f32, want: f64, abs_sum: f64, h: u64) -> Result<()> {
+    let tol = tolerance(h, abs_sum);
     let err = (got as f64 - want).abs();
-    if passes(got, want, abs, h) {
+    if passes(got, want, abs_sum, h) {
         Ok(())
     } else {
         Err(Error::Mismatch(format!(
             "{what}: got {got:e}, want {want:e} (error {err:e}, allowed {tol:e} for a chain \
-             of {h} adds over Σ|x| = {abs:e})"
+             of {h} adds over Σ|x| = {abs_sum:e})"
         )))
     }
 }

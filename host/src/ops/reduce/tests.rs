@@ -3,10 +3,10 @@
 //! bench reuses.
 
 use super::launch::{LADDER, Variant, partials_len, sum, v06_blocks, workspace_len};
-use super::reference::{chain_len, compare_sum, passes, sum_ref};
+use super::reference::{chain_len, compare_sum, compare_sum_to, passes, sum_ref};
 use crate::check::{random_f32, rng};
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{Gpu, View};
 use crate::testing::{GpuTest, expect_error};
 
 /// The two input distributions: positive with mean 1 (the relative check is tight) and
@@ -29,32 +29,25 @@ pub fn inputs(seed: u64, n: usize, kind: Inputs) -> Vec<f32> {
 /// head varies), output poisoned, compared with the f64 sum. Returns the GPU's result.
 pub fn check(gpu: &Gpu, v: Variant, n: usize, off: usize, kind: Inputs, seed: u64) -> Result<f32> {
     let x = inputs(seed, n + off, kind);
+    let dx = gpu.upload(&x)?;
+    let got = gpu_sum(gpu, v, dx.view_range(off..off + n))?;
     let what = format!(
         "{} n={n} offset={off} {kind:?} seed={seed}",
         v.row_variant()
     );
-    check_on(gpu, v, &x, off, &what)
+    compare_sum(&what, got, &x[off..], chain_len(v, n as u64, chain_blocks(gpu, v, n)?))?;
+    Ok(got)
 }
 
-/// [`check`] on given host data: `x[off..]` summed on the GPU and compared.
-fn check_on(gpu: &Gpu, v: Variant, x: &[f32], off: usize, what: &str) -> Result<f32> {
-    let n = x.len() - off;
-    let dx = gpu.upload(x)?;
+/// `x` summed on the GPU by `v`, output and workspace poisoned first.
+fn gpu_sum(gpu: &Gpu, v: Variant, x: View<'_, f32>) -> Result<f32> {
     let mut out = gpu.alloc::<f32>(1)?;
-    let mut ws = gpu.alloc::<f32>(workspace_len(gpu, v, n as u64))?;
+    let mut ws = gpu.alloc::<f32>(workspace_len(gpu, v, x.len() as u64))?;
     gpu.poison(out.view_mut())?;
     gpu.poison(ws.view_mut())?;
-    sum(
-        gpu,
-        v,
-        dx.view_range(off..off + n),
-        out.view_mut(),
-        Some(ws.view_mut()),
-    )?;
+    sum(gpu, v, x, out.view_mut(), Some(ws.view_mut()))?;
     gpu.sync()?;
-    let got = out.to_host()?[0];
-    compare_sum(what, got, &x[off..], chain_len(v, n as u64, chain_blocks(gpu, v, n)?))?;
-    Ok(got)
+    Ok(out.to_host()?[0])
 }
 
 /// The blocks whose partial sums v06 adds (0 for the other variants).
@@ -79,16 +72,19 @@ fn past_2_31(gpu: &Gpu, seed: u64) -> Result<()> {
     for v in &mut x[1 << 31..] {
         *v = PAST_2_31_VALUE;
     }
+    // One upload and one f64 reference (8 GiB each way) for both variants and the planted bugs.
+    let dx = gpu.upload(&x)?;
+    let (want, abs) = sum_ref(&x);
+    let tail: f64 = x[1 << 31..].iter().map(|&v| v as f64).sum();
+    let body = want - tail;
+    let wrapped = body + x[..5].iter().map(|&v| v as f64).sum::<f64>();
     for deterministic in [false, true] {
         let v = Variant::V06MultiElement { deterministic };
         let what = format!("{} n={n} positive, 2^20 past 2^31, seed={seed}", v.row_variant());
-        let got = check_on(gpu, v, &x, 0, &what)?;
-        // Planted bugs, each computed from this very input: the check must refuse them.
         let h = chain_len(v, n as u64, chain_blocks(gpu, v, n)?);
-        let (want, abs) = sum_ref(&x);
-        let tail: f64 = x[1 << 31..].iter().map(|&v| v as f64).sum();
-        let body = want - tail;
-        let wrapped = body + x[..5].iter().map(|&v| v as f64).sum::<f64>();
+        let got = gpu_sum(gpu, v, dx.view())?;
+        compare_sum_to(&what, got, want, abs, h)?;
+        // Planted bugs, each computed from this very input: the check must refuse them.
         for (bug, value) in [
             ("returns 0", 0.0),
             ("drops the 5 elements past 2^31", body),
