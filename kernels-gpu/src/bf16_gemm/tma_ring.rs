@@ -10,8 +10,8 @@
 //! - `PERSISTENT`: a grid of at most one block per SM walks the tiles in groups of
 //!   `GROUP_M` row blocks (a group's x rows and the W columns it sweeps stay in L2);
 //!   otherwise one tile per block, (blockIdx.y, blockIdx.x);
-//! - `CLUSTER` = 2: blocks come in clusters of two on neighbouring row blocks (consecutive
-//!   x; persistent, the cluster walks pairs of row blocks): the pair needs the same 256
+//! - `CLUSTER` = 2 (with `PERSISTENT`): clusters of two consecutive blocks in x walk pairs
+//!   of neighbouring row blocks: the pair needs the same 256
 //!   rows of W, so each block loads 128 of them and the copy engine *multicasts* them into
 //!   both blocks' stages; a stage is then empty only when the consumers of both blocks have
 //!   released it (each consumer warp arrives on its own and on its peer's empty barrier).
@@ -100,8 +100,8 @@ pub(crate) mod dev {
     }
 
     /// The tiles this block takes, in order: `(row block, column block)` for i = 0, 1, ...
-    /// until `None`. Clustered grids have the row blocks in x (a cluster is consecutive x);
-    /// persistent clusters walk *pairs* of row blocks (one each) in the grouped order, every
+    /// until `None`. Clusters (persistent only) are consecutive blocks in x and walk *pairs*
+    /// of row blocks (one each) in the grouped order, every
     /// block of a cluster the same number of tiles (a row block past M computes zeros and
     /// stores nothing), so that they stay in step.
     #[inline(always)]
@@ -122,8 +122,6 @@ pub(crate) mod dev {
                 let (gm, tn) = grouped_tile(l, groups_m, tiles_n);
                 (gm * CLUSTER + rank, tn)
             })
-        } else if CLUSTER > 1 {
-            (i == 0).then(|| (thread::block_idx_x(), thread::block_idx_y()))
         } else {
             (i == 0).then(|| (thread::block_idx_y(), thread::block_idx_x()))
         }
@@ -228,7 +226,7 @@ pub(crate) mod dev {
         wmap: *const TensorMap,
         y: *mut u16,
     ) {
-        const { assert!((SPECIALIZED || !PERSISTENT) && (CLUSTER == 1 || SPECIALIZED)) };
+        const { assert!((SPECIALIZED || !PERSISTENT) && (CLUSTER == 1 || (SPECIALIZED && PERSISTENT))) };
         let bm = WG_M * CONSUMERS;
         let ring = Ring::<STAGES> {
             base: (shared_addr(shared::dynamic_shared_mem::<F32x4>()) + 1023) & !1023,
