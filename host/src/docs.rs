@@ -414,18 +414,20 @@ pub fn render(report: &Report, docs: &Path) -> Result<Vec<PathBuf>> {
     Ok(written)
 }
 
-/// The `--render` mode.
-pub fn run(json: &Path, docs: &Path) -> ExitCode {
-    let report = match std::fs::read_to_string(json)
+/// A bench.json, read.
+pub fn load(json: &Path) -> std::result::Result<Report, String> {
+    std::fs::read_to_string(json)
         .map_err(|e| e.to_string())
         .and_then(|t| serde_json::from_str::<Report>(&t).map_err(|e| e.to_string()))
-    {
+        .map_err(|e| format!("--render {}: not a bench.json: {e}", json.display()))
+}
+
+/// The `--render` mode's guide half: the generated files and the chapters' markers.
+pub fn run(json: &Path, docs: &Path) -> ExitCode {
+    let report = match load(json) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!(
-                "rooflab: --render {}: not a bench.json: {e}",
-                json.display()
-            );
+            eprintln!("rooflab: {e}");
             return ExitCode::from(2);
         }
     };

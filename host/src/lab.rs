@@ -2,10 +2,10 @@
 //! `--ncu`, `--check-metrics`. Flattened into the bench's arguments; [`LabArgs::run`] handles
 //! them before the bench proper starts (it returns `None` when none was asked for).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use crate::{docs, explain, profile};
+use crate::{docs, explain, html, profile};
 
 #[derive(clap::Args, Debug, Default)]
 pub struct LabArgs {
@@ -17,9 +17,12 @@ pub struct LabArgs {
     /// `--docs`, and fill the `<!-- rooflab:table ... -->` markers of its chapters.
     #[arg(long, value_name = "RESULTS_JSON")]
     pub render: Option<PathBuf>,
-    /// The guide's folder for `--render`.
+    /// The guide's folder for `--render` (and whose chapters the HTML report links).
     #[arg(long, default_value = "docs")]
     pub docs: PathBuf,
+    /// With `--render`: write only the HTML report (`OUT/report/index.html`), not the guide.
+    #[arg(long)]
+    pub report_only: bool,
     /// Warm up, then run exactly one launch of NAME between cuProfilerStart/cuProfilerStop
     /// (what `--ncu` runs under Nsight Compute).
     #[arg(long, value_name = "NAME")]
@@ -42,13 +45,20 @@ pub struct LabArgs {
 }
 
 impl LabArgs {
-    /// Runs the requested lab mode, if any. `size` and `device` are the bench's own flags.
-    pub fn run(&self, size: Option<u64>, device: &str) -> Option<ExitCode> {
+    /// Runs the requested lab mode, if any. `size`, `device` and `out` are the bench's own
+    /// flags (`--render` writes the HTML report under `out`).
+    pub fn run(&self, size: Option<u64>, device: &str, out: &Path) -> Option<ExitCode> {
         if let Some(name) = &self.explain {
             return Some(explain::run(name, size, device));
         }
         if let Some(json) = &self.render {
-            return Some(docs::run(json, &self.docs));
+            if !self.report_only {
+                let code = docs::run(json, &self.docs);
+                if code != ExitCode::SUCCESS {
+                    return Some(code);
+                }
+            }
+            return Some(html::run(json, out, &self.docs));
         }
         if let Some(name) = &self.profile_one {
             return Some(profile::run_one(name, size));

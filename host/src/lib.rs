@@ -26,6 +26,7 @@ pub mod docs;
 pub mod error;
 pub mod explain;
 pub mod gpu;
+pub mod html;
 pub mod lab;
 pub mod ops;
 pub mod peer;

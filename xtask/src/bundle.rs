@@ -12,6 +12,7 @@
 //!   ptxas.json         the same per kernel (registers, spills), for the bench's columns
 //!   sass-summary.txt   per kernel SASS counts (HMMA, FFMA, LDSM, LDGSTS, TMA, LDL/STL, BAR)
 //!   torch_peer.py      the PyTorch peer script for `--peer torch`
+//!   docs/*.md          the guide's chapters, which the HTML report links
 //!   run-all            runs the tests (optionally under compute-sanitizer), then the bench
 //!   profile            one variant under Nsight Compute (`./profile --help`)
 //! ```
@@ -91,6 +92,18 @@ pub fn run() -> Result<()> {
         &util::workspace().join("host/peer/torch_peer.py"),
         &dir.join("torch_peer.py"),
     )?;
+    // The guide's chapters: the HTML report a bench run writes links each family's chapter
+    // (`rooflab-bench --docs`, default `docs` beside it).
+    fs::create_dir_all(dir.join("docs"))?;
+    for e in fs::read_dir(util::workspace().join("docs"))? {
+        let p = e?.path();
+        if p.extension().is_some_and(|x| x == "md") {
+            copy(
+                &p,
+                &dir.join("docs").join(p.file_name().unwrap_or_default()),
+            )?;
+        }
+    }
     for r in &reports {
         if r.ptx.exists() {
             copy(&r.ptx, &dir.join("ptx").join(format!("{}.ptx", r.arch)))?;

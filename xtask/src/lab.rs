@@ -43,12 +43,16 @@ fn run_bench(args: &[&std::ffi::OsStr]) -> Result<u8> {
 pub fn report(results: &Path, docs: Option<&Path>) -> Result<u8> {
     // Paths as the caller typed them, but the bench runs in the caller's directory anyway;
     // the default guide folder is the workspace's, wherever xtask is run from.
+    // The HTML report goes where `cargo xtask bench` writes its own: target/rooflab/report/.
     let docs = docs.map_or_else(|| util::workspace().join("docs"), Path::to_path_buf);
+    let out = util::workspace().join("target").join("rooflab");
     run_bench(&[
         "--render".as_ref(),
         results.as_os_str(),
         "--docs".as_ref(),
         docs.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
     ])
 }
 

@@ -5,6 +5,7 @@
 //! even without a driver (they then report "no CUDA device" themselves).
 
 mod bench;
+mod browser;
 mod bundle;
 mod deps;
 mod explain;
@@ -60,6 +61,9 @@ enum Cmd {
         #[arg(long)]
         docs: Option<std::path::PathBuf>,
     },
+    /// Only step [g] of `test`: the HTML report of a committed run checked in headless
+    /// Chromium (needs `cargo build -p rooflab --bin rooflab-bench` first).
+    BrowserTest,
     /// One launch of a variant under Nsight Compute, next to the cost model (GPU machine).
     Profile {
         /// `family/variant`, e.g. `memory/v03_vectorized_copy`.
@@ -89,6 +93,7 @@ fn main() -> ExitCode {
         }),
         Cmd::Bench { args } => bench::run(&args).map(ExitCode::from),
         Cmd::Bundle => bundle::run().map(|()| ExitCode::SUCCESS),
+        Cmd::BrowserTest => browser::run_alone().map(|()| ExitCode::SUCCESS),
         Cmd::Explain(args) => explain::run(&args).map(ExitCode::from),
         Cmd::Report { results, docs } => lab::report(&results, docs.as_deref()).map(ExitCode::from),
         Cmd::Profile {

@@ -5,7 +5,9 @@
 //! kernel whose PTX has `mma.sync` / `wgmma.mma_async` must have HMMA / HGMMA in its SASS
 //! (writes target/ptx/sass-summary.txt and sass.json)   e. `cargo test` (GPU tests say
 //! whether they ran)   f. clippy with warnings denied, on the workspace and on the device
-//! code (nvptx64).   Every step runs that can; the exit status says whether all passed.
+//! code (nvptx64)   g. browser: the HTML report of a committed run in headless Chromium
+//! (skipped by name without a browser).   Every step runs that can; the exit status says
+//! whether all passed.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -13,7 +15,7 @@ use std::process::{Command, ExitStatus};
 
 use anyhow::{Context, Result};
 
-use crate::{deps, ptxas, sass, util};
+use crate::{browser, deps, ptxas, sass, util};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -177,6 +179,25 @@ pub fn run(args: &Args) -> Result<bool> {
             steps.record("test", result);
         }
         _ => steps.skip("test", AFTER_BUILD),
+    }
+
+    match (&cuda, built, browser::find()) {
+        (Ok(cuda), true, Some(b)) => {
+            util::header("[g] browser: the HTML report of a committed run in headless Chromium");
+            let bench = util::workspace()
+                .join("target")
+                .join(if args.release { "release" } else { "debug" })
+                .join("rooflab-bench");
+            steps.record("browser", browser::run(&bench, cuda, &b));
+        }
+        (_, true, None) => steps.skip(
+            "browser",
+            &format!(
+                "{} NOT run: no Chromium here (apt-get install chromium, or set ROOFLAB_CHROMIUM)",
+                browser::TEST_NAME
+            ),
+        ),
+        _ => steps.skip("browser", AFTER_BUILD),
     }
 
     if args.no_clippy {

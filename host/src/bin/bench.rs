@@ -60,7 +60,7 @@ struct Args {
     /// ptxas resource report (JSON written by `cargo xtask bench`).
     #[arg(long)]
     ptxas_report: Option<PathBuf>,
-    /// Where bench.json, bench.csv and the SVGs go.
+    /// Where bench.json, bench.csv, the SVGs and the HTML report (`report/index.html`) go.
     #[arg(long, default_value = "target/rooflab")]
     out: PathBuf,
     /// List families and variants, then exit.
@@ -122,7 +122,7 @@ fn other_gpu_processes() -> Vec<String> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    if let Some(code) = args.lab.run(args.size, &args.device) {
+    if let Some(code) = args.lab.run(args.size, &args.device, &args.out) {
         return code;
     }
     let seed = rooflab::check::seed();
@@ -407,6 +407,12 @@ fn main() -> ExitCode {
             }
         }
     }
+    // The page a person opens first; its chapter links need the guide (`--docs`).
+    let docs = args.lab.docs.is_dir().then_some(args.lab.docs.as_path());
+    let page = match rooflab::html::write(&report, &args.out, docs) {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
     let _ = std::fs::remove_file(args.out.join("bench-partial.json"));
     if measured {
         println!(
@@ -416,8 +422,9 @@ fn main() -> ExitCode {
         );
     }
     println!(
-        "report: {}/bench.json, bench.csv, roofline.svg, bars-*.svg",
-        args.out.display()
+        "report: {}/bench.json, bench.csv, roofline.svg, bars-*.svg; open {}",
+        args.out.display(),
+        page.display()
     );
     for r in &regressed {
         println!("REGRESSION: {r}");
