@@ -4,8 +4,8 @@
 //! seed that every failure message prints, so a case can be replayed with `ROOFLAB_SEED`.
 //! Outputs are poisoned with NaN before a launch ([`crate::Gpu::poison`]); a NaN never passes.
 
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::rngs::{SmallRng, StdRng};
+use rand::{Rng, RngCore, SeedableRng};
 
 /// The seed for this process: `ROOFLAB_SEED` if set, else fresh entropy.
 pub fn seed() -> u64 {
@@ -21,40 +21,82 @@ pub fn rng(seed: u64) -> StdRng {
     StdRng::seed_from_u64(seed)
 }
 
+/// Arrays longer than this are drawn in parallel chunks of it.
+const CHUNK: usize = 1 << 20;
+
 /// `n` values uniform in [lo, hi). Large arrays are drawn in parallel, chunk `c` from its
 /// own generator seeded from `rng` and `c`, so the result depends only on `rng`'s state.
 pub fn random_f32(rng: &mut StdRng, n: usize, lo: f32, hi: f32) -> Vec<f32> {
-    const CHUNK: usize = 1 << 20;
     if n <= CHUNK {
         return (0..n).map(|_| rng.random_range(lo..hi)).collect();
     }
-    let base: u64 = rng.random();
     let mut out = vec![0.0f32; n];
+    fill_parallel(rng.random(), &mut out, |r, part| {
+        for v in part {
+            *v = uniform(r, lo, hi);
+        }
+    });
+    out
+}
+
+/// `n` integers (as f32) uniform over `-m..=-1` and `1..=m`, `m` a power of two: both signs
+/// equally often, never 0 (so never an all-zero array). Drawn as [`random_f32`]'s large
+/// arrays are, at any length; 5-bit fields of one 64-bit draw make 12 values for `m = 16`.
+pub fn random_small_integers(rng: &mut StdRng, n: usize, m: u32) -> Vec<f32> {
+    assert!(m.is_power_of_two() && m <= 1 << 20, "m = {m}");
+    let bits = m.trailing_zeros() + 1;
+    let per_draw = (64 / bits) as usize;
+    let mut out = vec![0.0f32; n];
+    fill_parallel(rng.random(), &mut out, |r, part| {
+        for group in part.chunks_mut(per_draw) {
+            let mut u = r.next_u64();
+            for v in group {
+                // A field is 0..2m: 0..m-1 become -m..-1, m..2m-1 become 1..m.
+                let k = (u & ((1 << bits) - 1)) as i32 - m as i32;
+                *v = (if k < 0 { k } else { k + 1 }) as f32;
+                u >>= bits;
+            }
+        }
+    });
+    out
+}
+
+/// Fill `out` on all cores, chunk `c` of [`CHUNK`] elements by `fill` with its own generator
+/// seeded from `base` and `c`: the result depends only on `base`.
+fn fill_parallel<T: Send>(base: u64, out: &mut [T], fill: impl Fn(&mut SmallRng, &mut [T]) + Sync) {
     let threads = std::thread::available_parallelism()
         .map_or(1, |t| t.get())
         .min(32);
-    let chunks: Vec<(usize, &mut [f32])> = out.chunks_mut(CHUNK).enumerate().collect();
-    let per = chunks.len().div_ceil(threads);
-    let mut groups: Vec<Vec<(usize, &mut [f32])>> = Vec::new();
+    let chunks: Vec<(usize, &mut [T])> = out.chunks_mut(CHUNK).enumerate().collect();
+    let per = chunks.len().div_ceil(threads).max(1);
+    let mut groups: Vec<Vec<(usize, &mut [T])>> = Vec::new();
     let mut it = chunks.into_iter().peekable();
     while it.peek().is_some() {
         groups.push(it.by_ref().take(per).collect());
     }
+    let fill = &fill;
     std::thread::scope(|s| {
         for group in groups {
             s.spawn(move || {
                 for (c, part) in group {
-                    let mut r = rand::rngs::SmallRng::seed_from_u64(
+                    let mut r = SmallRng::seed_from_u64(
                         base ^ (c as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
                     );
-                    for v in part.iter_mut() {
-                        *v = r.random_range(lo..hi);
-                    }
+                    fill(&mut r, part);
                 }
             });
         }
     });
-    out
+}
+
+/// `r.random_range(lo..hi)` written out, the same value from the same state (rand 0.9's
+/// algorithm: 23 random bits as a float in [1, 2), less 1, times `hi - lo`, plus `lo`): debug
+/// builds do not inline rand's generic layers, which made drawing 2^28 values take a minute;
+/// this takes seconds. `written_out_uniform_is_rands` holds it to rand's values.
+#[inline(always)]
+fn uniform(r: &mut SmallRng, lo: f32, hi: f32) -> f32 {
+    let one_two = f32::from_bits((r.next_u32() >> 9) | 0x3f80_0000);
+    (one_two - 1.0) * (hi - lo) + lo
 }
 
 /// `f(0..n)` computed on all cores (CPU references of large shapes).
@@ -230,6 +272,57 @@ mod tests {
         assert!((mean - 1.0).abs() < 1e-3, "{mean}");
         // Chunks are not copies of each other.
         assert_ne!(a[..1000], a[1 << 20..(1 << 20) + 1000]);
+    }
+
+    #[test]
+    fn small_integers_cover_the_range_without_zero() {
+        for n in [1, 13, (2 << 20) + 5] {
+            let a = random_small_integers(&mut rng(4), n, 16);
+            assert_eq!(a, random_small_integers(&mut rng(4), n, 16));
+            assert!(
+                a.iter()
+                    .all(|&v| v != 0.0 && v.fract() == 0.0 && v.abs() <= 16.0)
+            );
+        }
+        let a = random_small_integers(&mut rng(5), 1 << 21, 16);
+        let mut counts = [0usize; 33];
+        for &v in &a {
+            counts[(v + 16.0) as usize] += 1;
+        }
+        // Every value but 0, each about 1/32 of the draws.
+        let expect = a.len() / 32;
+        for (i, &c) in counts.iter().enumerate() {
+            if i == 16 {
+                assert_eq!(c, 0);
+            } else {
+                assert!(
+                    c.abs_diff(expect) < expect / 20,
+                    "{} drawn {c} times",
+                    i as i32 - 16
+                );
+            }
+        }
+        // Chunks are not copies of each other.
+        assert_ne!(a[..1000], a[1 << 20..(1 << 20) + 1000]);
+        assert!(
+            random_small_integers(&mut rng(6), 1000, 1)
+                .iter()
+                .all(|v| v.abs() == 1.0)
+        );
+    }
+
+    #[test]
+    fn written_out_uniform_is_rands() {
+        for (lo, hi) in [(0.5f32, 1.5f32), (-1.0, 1.0), (0.0, 32.0), (-3.0e-3, 7.0e5)] {
+            let mut a = SmallRng::seed_from_u64(11);
+            let mut b = a.clone();
+            for _ in 0..100_000 {
+                assert_eq!(
+                    uniform(&mut a, lo, hi).to_bits(),
+                    b.random_range(lo..hi).to_bits()
+                );
+            }
+        }
     }
 
     #[test]

@@ -126,7 +126,7 @@ mod unit_tests {
             for (i, line) in std::fs::read_to_string(&f).unwrap().lines().enumerate() {
                 for lit in literals(line) {
                     // A whole entry name, or a step prefix in a format string (a name put
-                    // together at run time). Test names such as `reduce_v06_past_2_31_elements`
+                    // together at run time). Test names such as `reduce_v07_past_2_31_elements`
                     // name a test, not a kernel.
                     if entries.iter().any(|e| lit.contains(e.as_str()))
                         || (lit.contains('{') && steps.iter().any(|s| lit.contains(s.as_str())))

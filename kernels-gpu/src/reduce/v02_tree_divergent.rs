@@ -10,7 +10,8 @@
 //! evaluates the test at every step. No bank conflicts, though: a warp's active lanes read
 //! `sdata[tid]` and `sdata[tid + s]` for tid a multiple of 2s inside one 32-word span, all
 //! distinct banks (ncu on the H200: ~1.6 conflicts per block, from the partial loads).
-//! Harris's bank-conflict step indexes `2·s·tid` instead; it is not in this ladder.
+//! v03 (Harris's strided-index step) indexes `2·s·tid` instead and trades the divergence for
+//! bank conflicts.
 //!
 //! Thread mapping: one element per thread (0 past the end), one block sum per block.
 //!

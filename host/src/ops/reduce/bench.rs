@@ -67,10 +67,10 @@ pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
                     pretty_len(n),
                     pretty_len(n_all)
                 ),
-                Variant::V06MultiElement {
+                Variant::V07MultiElement {
                     deterministic: true,
                 } => "deterministic: partials + fixed-order second launch".into(),
-                Variant::V06MultiElement {
+                Variant::V07MultiElement {
                     deterministic: false,
                 } => "one atomic per block".into(),
                 _ => String::new(),
@@ -125,11 +125,12 @@ mod unit_tests {
             [
                 "v01_atomic",
                 "v02_tree_divergent",
-                "v03_tree_sequential",
-                "v04_first_add_on_load",
-                "v05_warp_shuffle",
-                "v06_multi_element",
-                "v06_multi_element_final"
+                "v03_strided_index",
+                "v04_tree_sequential",
+                "v05_first_add_on_load",
+                "v06_warp_shuffle",
+                "v07_multi_element",
+                "v07_multi_element_final"
             ]
         );
         let v01 = cases.iter().find(|c| c.variant == "v01_atomic").unwrap();

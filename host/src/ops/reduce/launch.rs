@@ -2,16 +2,16 @@
 //! workspace a call needs, and the safe launch wrapper (output must be one element; an
 //! empty input gives 0 with no launch).
 //!
-//! Accumulators: v01 and v06's atomic mode add into `out` with global atomics, so the op
+//! Accumulators: v01 and v07's atomic mode add into `out` with global atomics, so the op
 //! itself zeroes `out` first (a `cuMemsetD32Async` on the stream, inside the timed call).
-//! v02–v05 write per-block partials into a caller-provided workspace and the op launches the
-//! same kernel on them until one block is left, which writes `out`; v06's deterministic mode
+//! v02–v06 write per-block partials into a caller-provided workspace and the op launches the
+//! same kernel on them until one block is left, which writes `out`; v07's deterministic mode
 //! writes per-block partials and a second one-block launch sums them in a fixed order. Both
 //! are bit-identical run to run. [`workspace_len`] says how much workspace a call needs.
 
 use rooflab_kernels::reduce::{
-    v01_atomic, v02_tree_divergent, v03_tree_sequential, v04_first_add_on_load, v05_warp_shuffle,
-    v06_multi_element,
+    v01_atomic, v02_tree_divergent, v03_strided_index, v04_tree_sequential, v05_first_add_on_load,
+    v06_warp_shuffle, v07_multi_element,
 };
 
 use crate::bench::KernelUse;
@@ -22,62 +22,65 @@ use crate::gpu::{Gpu, Kernel, KernelId, LaunchConfig, View, ViewMut};
 pub enum Variant {
     V01Atomic,
     V02TreeDivergent,
-    V03TreeSequential,
-    V04FirstAddOnLoad,
-    V05WarpShuffle,
+    V03StridedIndex,
+    V04TreeSequential,
+    V05FirstAddOnLoad,
+    V06WarpShuffle,
     /// `deterministic`: per-block partials and a fixed-order second pass instead of one
     /// atomic per block.
-    V06MultiElement {
+    V07MultiElement {
         deterministic: bool,
     },
 }
 
-pub const LADDER: [Variant; 7] = [
+pub const LADDER: [Variant; 8] = [
     Variant::V01Atomic,
     Variant::V02TreeDivergent,
-    Variant::V03TreeSequential,
-    Variant::V04FirstAddOnLoad,
-    Variant::V05WarpShuffle,
-    Variant::V06MultiElement {
+    Variant::V03StridedIndex,
+    Variant::V04TreeSequential,
+    Variant::V05FirstAddOnLoad,
+    Variant::V06WarpShuffle,
+    Variant::V07MultiElement {
         deterministic: false,
     },
-    Variant::V06MultiElement {
+    Variant::V07MultiElement {
         deterministic: true,
     },
 ];
 
-/// The v01–v05 entries: `(x, n, out)` for v01, `(x, n, partials)` for the tree passes.
+/// The v01–v06 entries: `(x, n, out)` for v01, `(x, n, partials)` for the tree passes.
 type SimpleKernel = Kernel<(*const f32, u64, *mut f32)>;
 
 impl Variant {
-    /// The kernel of v01–v05 (v06 has two entries of its own shapes: `None`).
+    /// The kernel of v01–v06 (v07 has two entries of its own shapes: `None`).
     fn simple_kernel(self) -> Option<SimpleKernel> {
         match self {
             Variant::V01Atomic => Some(v01_atomic::reduce_v01_atomic),
             Variant::V02TreeDivergent => Some(v02_tree_divergent::reduce_v02_tree_divergent),
-            Variant::V03TreeSequential => Some(v03_tree_sequential::reduce_v03_tree_sequential),
-            Variant::V04FirstAddOnLoad => Some(v04_first_add_on_load::reduce_v04_first_add_on_load),
-            Variant::V05WarpShuffle => Some(v05_warp_shuffle::reduce_v05_warp_shuffle),
-            Variant::V06MultiElement { .. } => None,
+            Variant::V03StridedIndex => Some(v03_strided_index::reduce_v03_strided_index),
+            Variant::V04TreeSequential => Some(v04_tree_sequential::reduce_v04_tree_sequential),
+            Variant::V05FirstAddOnLoad => Some(v05_first_add_on_load::reduce_v05_first_add_on_load),
+            Variant::V06WarpShuffle => Some(v06_warp_shuffle::reduce_v06_warp_shuffle),
+            Variant::V07MultiElement { .. } => None,
         }
     }
 
-    /// The (first) kernel the variant launches, e.g. `reduce_v03_tree_sequential`: what its
+    /// The (first) kernel the variant launches, e.g. `reduce_v04_tree_sequential`: what its
     /// errors name.
     pub fn kernel(self) -> KernelId {
         match self.simple_kernel() {
             Some(k) => k.id(),
-            None => v06_multi_element::reduce_v06_multi_element.id(),
+            None => v07_multi_element::reduce_v07_multi_element.id(),
         }
     }
 
-    /// The kernel that writes the result: the deterministic v06's second launch, else
+    /// The kernel that writes the result: the deterministic v07's second launch, else
     /// [`kernel`](Self::kernel). The variant's test and bench row are named after it.
     pub fn result_kernel(self) -> KernelId {
         match self {
-            Variant::V06MultiElement {
+            Variant::V07MultiElement {
                 deterministic: true,
-            } => v06_multi_element::reduce_v06_multi_element_final.id(),
+            } => v07_multi_element::reduce_v07_multi_element_final.id(),
             v => v.kernel(),
         }
     }
@@ -90,17 +93,17 @@ impl Variant {
     /// Every kernel one call of [`sum`] runs, with its block size and dynamic shared memory
     /// (the same at every length; only the grids depend on it).
     pub fn kernel_uses(self) -> Vec<KernelUse> {
-        use v06_multi_element as k;
+        use v07_multi_element as k;
         match self {
-            Variant::V06MultiElement { deterministic } => {
+            Variant::V07MultiElement { deterministic } => {
                 let mut uses = vec![KernelUse::new(
-                    k::reduce_v06_multi_element,
+                    k::reduce_v07_multi_element,
                     k::BLOCK_THREADS,
                     k::SHARED_BYTES,
                 )];
                 if deterministic {
                     uses.push(KernelUse::new(
-                        k::reduce_v06_multi_element_final,
+                        k::reduce_v07_multi_element_final,
                         k::FINAL_THREADS,
                         k::FINAL_SHARED_BYTES,
                     ));
@@ -114,7 +117,7 @@ impl Variant {
         }
     }
 
-    /// Block threads and dynamic shared bytes of the v01–v05 launches.
+    /// Block threads and dynamic shared bytes of the v01–v06 launches.
     fn simple_shape(self) -> (u32, u32) {
         match self {
             Variant::V01Atomic => (v01_atomic::BLOCK_THREADS, 0),
@@ -122,21 +125,25 @@ impl Variant {
                 v02_tree_divergent::BLOCK_THREADS,
                 v02_tree_divergent::SHARED_BYTES,
             ),
-            Variant::V03TreeSequential => (
-                v03_tree_sequential::BLOCK_THREADS,
-                v03_tree_sequential::SHARED_BYTES,
+            Variant::V03StridedIndex => (
+                v03_strided_index::BLOCK_THREADS,
+                v03_strided_index::SHARED_BYTES,
             ),
-            Variant::V04FirstAddOnLoad => (
-                v04_first_add_on_load::BLOCK_THREADS,
-                v04_first_add_on_load::SHARED_BYTES,
+            Variant::V04TreeSequential => (
+                v04_tree_sequential::BLOCK_THREADS,
+                v04_tree_sequential::SHARED_BYTES,
             ),
-            Variant::V05WarpShuffle => (
-                v05_warp_shuffle::BLOCK_THREADS,
-                v05_warp_shuffle::SHARED_BYTES,
+            Variant::V05FirstAddOnLoad => (
+                v05_first_add_on_load::BLOCK_THREADS,
+                v05_first_add_on_load::SHARED_BYTES,
             ),
-            Variant::V06MultiElement { .. } => (
-                v06_multi_element::BLOCK_THREADS,
-                v06_multi_element::SHARED_BYTES,
+            Variant::V06WarpShuffle => (
+                v06_warp_shuffle::BLOCK_THREADS,
+                v06_warp_shuffle::SHARED_BYTES,
+            ),
+            Variant::V07MultiElement { .. } => (
+                v07_multi_element::BLOCK_THREADS,
+                v07_multi_element::SHARED_BYTES,
             ),
         }
     }
@@ -146,60 +153,73 @@ impl Variant {
         matches!(
             self,
             Variant::V01Atomic
-                | Variant::V06MultiElement {
+                | Variant::V07MultiElement {
                     deterministic: false
                 }
         )
     }
 
-    /// v02–v05: one block sum per block, reduced again pass after pass.
+    /// v02–v06: one block sum per block, reduced again pass after pass.
     pub fn multi_pass(self) -> bool {
         matches!(
             self,
             Variant::V02TreeDivergent
-                | Variant::V03TreeSequential
-                | Variant::V04FirstAddOnLoad
-                | Variant::V05WarpShuffle
+                | Variant::V03StridedIndex
+                | Variant::V04TreeSequential
+                | Variant::V05FirstAddOnLoad
+                | Variant::V06WarpShuffle
         )
     }
 }
 
-/// Blocks of the v01–v05 launches for `n` elements (1D, one or two elements per thread).
-pub fn blocks_simple(v: Variant, n: u64) -> u64 {
-    let per_block = match v {
+/// Elements one block of a v01–v06 launch covers (one or two per thread): block `b` sums
+/// elements `[b·E, (b+1)·E)` of its pass's input.
+pub fn elems_per_block(v: Variant) -> u64 {
+    match v {
         Variant::V01Atomic => v01_atomic::BLOCK_THREADS as u64,
         Variant::V02TreeDivergent => v02_tree_divergent::BLOCK_THREADS as u64,
-        Variant::V03TreeSequential => v03_tree_sequential::BLOCK_THREADS as u64,
-        Variant::V04FirstAddOnLoad => v04_first_add_on_load::ELEMS_PER_BLOCK,
-        Variant::V05WarpShuffle => v05_warp_shuffle::ELEMS_PER_BLOCK,
-        Variant::V06MultiElement { .. } => unreachable!("v06 sizes its grid to the machine"),
-    };
-    n.div_ceil(per_block).max(1)
+        Variant::V03StridedIndex => v03_strided_index::BLOCK_THREADS as u64,
+        Variant::V04TreeSequential => v04_tree_sequential::BLOCK_THREADS as u64,
+        Variant::V05FirstAddOnLoad => v05_first_add_on_load::ELEMS_PER_BLOCK,
+        Variant::V06WarpShuffle => v06_warp_shuffle::ELEMS_PER_BLOCK,
+        Variant::V07MultiElement { .. } => unreachable!("v07 sizes its grid to the machine"),
+    }
 }
 
-/// v06's grid: `BLOCKS_PER_SM` per SM (or what fits), never more than there is work for.
-pub fn v06_blocks(gpu: &Gpu, n: u64) -> Result<u32> {
-    use v06_multi_element as k;
+/// Blocks of the v01–v06 launches for `n` elements (1D, one or two elements per thread).
+pub fn blocks_simple(v: Variant, n: u64) -> u64 {
+    n.div_ceil(elems_per_block(v)).max(1)
+}
+
+/// v07's grid: `BLOCKS_PER_SM` per SM (or what fits), never more than there is work for.
+pub fn v07_blocks(gpu: &Gpu, n: u64) -> Result<u32> {
+    use v07_multi_element as k;
     let fit = gpu
         .blocks_per_sm(
-            k::reduce_v06_multi_element,
+            k::reduce_v07_multi_element,
             k::BLOCK_THREADS,
             k::SHARED_BYTES as usize,
         )?
         .clamp(1, k::BLOCKS_PER_SM);
-    Ok(v06_grid(gpu.info.multiprocessors, fit, n))
+    Ok(v07_grid(gpu.info.multiprocessors, fit, n))
 }
 
-/// The v06 grid from the machine's size and the work: a pure function for unit tests.
-pub fn v06_grid(multiprocessors: u32, fit: u32, n: u64) -> u32 {
-    use v06_multi_element as k;
+/// The v07 grid from the machine's size and the work: a pure function for unit tests.
+pub fn v07_grid(multiprocessors: u32, fit: u32, n: u64) -> u32 {
+    use v07_multi_element as k;
     let needed = n.div_ceil(4 * k::UNROLL * k::BLOCK_THREADS as u64).max(1);
     (multiprocessors as u64 * fit as u64).min(needed) as u32
 }
 
-/// Elements the deterministic v06 needs for its partials on this GPU (any `n`).
+/// v07's scalar head for an input at device address `addr` with `n` elements: the elements
+/// before the first 16-byte boundary, as the kernel computes it (`vector::misalignment_f32`).
+pub fn v07_head(addr: u64, n: u64) -> u64 {
+    (((16 - (addr & 15)) & 15) / 4).min(n)
+}
+
+/// Elements the deterministic v07 needs for its partials on this GPU (any `n`).
 pub fn partials_len(gpu: &Gpu) -> usize {
-    gpu.info.multiprocessors as usize * v06_multi_element::BLOCKS_PER_SM as usize
+    gpu.info.multiprocessors as usize * v07_multi_element::BLOCKS_PER_SM as usize
 }
 
 /// The multi-pass variants' pass lengths: `[n, blocks(n), blocks(blocks(n)), ..]` down to
@@ -215,11 +235,11 @@ pub fn pass_lengths(v: Variant, n: u64) -> Vec<u64> {
 }
 
 /// Workspace (f32 elements) a call of `sum` with variant `v` needs for `n` elements: the
-/// partials of every pass but the last (v02–v05), the per-block partials (deterministic
-/// v06), or nothing.
+/// partials of every pass but the last (v02–v06), the per-block partials (deterministic
+/// v07), or nothing.
 pub fn workspace_len(gpu: &Gpu, v: Variant, n: u64) -> usize {
     match v {
-        Variant::V06MultiElement {
+        Variant::V07MultiElement {
             deterministic: true,
         } => partials_len(gpu),
         v if v.multi_pass() => pass_lengths(v, n)[1..].iter().sum::<u64>() as usize,
@@ -228,7 +248,7 @@ pub fn workspace_len(gpu: &Gpu, v: Variant, n: u64) -> usize {
 }
 
 /// `out[0] = Σ x`. `out` must hold exactly one element. `workspace` must hold at least
-/// [`workspace_len`] elements (none needed: v01 and the atomic v06).
+/// [`workspace_len`] elements (none needed: v01 and the atomic v07).
 /// An empty `x` gives `out[0] = 0` without a kernel launch.
 pub fn sum(
     gpu: &Gpu,
@@ -276,9 +296,9 @@ pub fn sum(
         return Ok(());
     }
     let Some(kernel) = v.simple_kernel() else {
-        // v06: the workspace is there exactly in the deterministic mode (workspace_len).
-        use v06_multi_element as k;
-        let blocks = v06_blocks(gpu, n)?;
+        // v07: the workspace is there exactly in the deterministic mode (workspace_len).
+        use v07_multi_element as k;
+        let blocks = v07_blocks(gpu, n)?;
         let cfg = LaunchConfig {
             grid: (blocks, 1, 1),
             block: (k::BLOCK_THREADS, 1, 1),
@@ -288,13 +308,13 @@ pub fn sum(
             // SAFETY: x holds n f32, out one (zeroed above); null partials (`None`): one
             // atomic add per block into out.
             let none: Option<ViewMut<'_, f32>> = None;
-            return unsafe { gpu.launch(k::reduce_v06_multi_element, cfg, (x, n, out, none)) };
+            return unsafe { gpu.launch(k::reduce_v07_multi_element, cfg, (x, n, out, none)) };
         };
         // SAFETY: x holds n f32, out one; partials holds partials_len >= blocks f32, one per
         // block.
         unsafe {
             gpu.launch(
-                k::reduce_v06_multi_element,
+                k::reduce_v07_multi_element,
                 cfg,
                 (x, n, out.reborrow(), Some(partials.reborrow())),
             )?
@@ -308,7 +328,7 @@ pub fn sum(
         // many); one block reads them and writes out's one element.
         return unsafe {
             gpu.launch(
-                k::reduce_v06_multi_element_final,
+                k::reduce_v07_multi_element_final,
                 cfg,
                 (partials.as_view(), blocks, out),
             )
@@ -319,7 +339,7 @@ pub fn sum(
         // SAFETY: x holds n f32, out one (zeroed above); one thread per element.
         return unsafe { gpu.launch(kernel, cfg, (x, n, out)) };
     }
-    // v02–v05. Pass k reads pass k-1's partials (the input for k = 0) and writes its own
+    // v02–v06. Pass k reads pass k-1's partials (the input for k = 0) and writes its own
     // block sums after them in the workspace; the one-block pass writes `out`.
     let (threads, shared) = v.simple_shape();
     let mut rest = ws;
@@ -349,28 +369,33 @@ mod unit_tests {
 
     #[test]
     fn passes() {
-        let v3 = Variant::V03TreeSequential;
-        assert_eq!(pass_lengths(v3, 1), vec![1]);
-        assert_eq!(pass_lengths(v3, 256), vec![256]);
-        assert_eq!(pass_lengths(v3, 257), vec![257, 2]);
+        let v4 = Variant::V04TreeSequential;
+        assert_eq!(pass_lengths(v4, 1), vec![1]);
+        assert_eq!(pass_lengths(v4, 256), vec![256]);
+        assert_eq!(pass_lengths(v4, 257), vec![257, 2]);
         assert_eq!(
-            pass_lengths(v3, 1 << 28),
+            pass_lengths(v4, 1 << 28),
             vec![1 << 28, 1 << 20, 1 << 12, 1 << 4]
         );
+        // v03 passes as v02 does: 256 elements per block.
         assert_eq!(
-            pass_lengths(Variant::V05WarpShuffle, 1 << 28),
+            pass_lengths(Variant::V03StridedIndex, 1 << 28),
+            pass_lengths(Variant::V02TreeDivergent, 1 << 28)
+        );
+        assert_eq!(
+            pass_lengths(Variant::V06WarpShuffle, 1 << 28),
             vec![1 << 28, 1 << 19, 1 << 10, 2]
         );
     }
 
-    /// Simulate v06's per-thread mapping on the CPU: every element read exactly once for
+    /// Simulate v07's per-thread mapping on the CPU: every element read exactly once for
     /// any alignment, length and grid.
     #[test]
-    fn v06_mapping_covers_every_element_once() {
-        use v06_multi_element as k;
+    fn v07_mapping_covers_every_element_once() {
+        use v07_multi_element as k;
         for n in [1u64, 2, 3, 4, 5, 17, 1023, 1025, 65_537] {
             for mis in 0..4u64 {
-                for blocks in [1u32, 3, v06_grid(132, 8, n)] {
+                for blocks in [1u32, 3, v07_grid(132, 8, n)] {
                     let step = blocks as u64 * k::BLOCK_THREADS as u64;
                     let head = mis.min(n);
                     let vectors = (n - head) / 4;
@@ -411,13 +436,19 @@ mod unit_tests {
     #[test]
     fn grids() {
         assert_eq!(blocks_simple(Variant::V01Atomic, 1), 1);
-        assert_eq!(blocks_simple(Variant::V03TreeSequential, 257), 2);
-        assert_eq!(blocks_simple(Variant::V05WarpShuffle, 512), 1);
-        assert_eq!(blocks_simple(Variant::V05WarpShuffle, 513), 2);
+        assert_eq!(blocks_simple(Variant::V03StridedIndex, 256), 1);
+        assert_eq!(blocks_simple(Variant::V04TreeSequential, 257), 2);
+        assert_eq!(blocks_simple(Variant::V06WarpShuffle, 512), 1);
+        assert_eq!(blocks_simple(Variant::V06WarpShuffle, 513), 2);
         // Machine-sized for big n, small for small n.
-        assert_eq!(v06_grid(132, 8, 1 << 28), 1056);
-        assert_eq!(v06_grid(132, 8, 1), 1);
-        assert_eq!(v06_grid(132, 8, 4097), 2);
+        assert_eq!(v07_grid(132, 8, 1 << 28), 1056);
+        assert_eq!(v07_grid(132, 8, 1), 1);
+        assert_eq!(v07_grid(132, 8, 4097), 2);
+        // The scalar head: elements before the first 16-byte boundary, at most n.
+        assert_eq!(v07_head(0x1000, 10), 0);
+        assert_eq!(v07_head(0x1004, 10), 3);
+        assert_eq!(v07_head(0x100c, 10), 1);
+        assert_eq!(v07_head(0x1004, 2), 2);
     }
 
     #[test]
@@ -430,14 +461,22 @@ mod unit_tests {
                 assert!(u.block_threads > 0 && u.block_threads.is_multiple_of(32));
             }
         }
-        let det = Variant::V06MultiElement {
+        let det = Variant::V07MultiElement {
             deterministic: true,
         };
         assert_eq!(det.kernel_uses().len(), 2);
         assert_eq!(
-            Variant::V03TreeSequential.kernel_uses(),
+            Variant::V04TreeSequential.kernel_uses(),
             vec![KernelUse::new(
-                v03_tree_sequential::reduce_v03_tree_sequential,
+                v04_tree_sequential::reduce_v04_tree_sequential,
+                256,
+                1024
+            )]
+        );
+        assert_eq!(
+            Variant::V03StridedIndex.kernel_uses(),
+            vec![KernelUse::new(
+                v03_strided_index::reduce_v03_strided_index,
                 256,
                 1024
             )]

@@ -1,11 +1,11 @@
-//! reduce/v05_warp_shuffle — the last six steps in registers, with warp shuffles.
+//! reduce/v06_warp_shuffle — the last six steps in registers, with warp shuffles.
 //!
-//! Changed from v04: the shared-memory tree stops when 64 partial sums remain; warp 0 adds
+//! Changed from v05: the shared-memory tree stops when 64 partial sums remain; warp 0 adds
 //! `sdata[tid] + sdata[tid + 32]` and finishes with a butterfly of `shfl.sync.bfly` (5
-//! steps): no shared memory and no barrier for the final warp, which in v04 cost six
+//! steps): no shared memory and no barrier for the final warp, which in v05 cost six
 //! barrier rounds with almost every thread idle.
 //!
-//! Thread mapping: as v04: two elements per thread, `2 · BLOCK_THREADS` per block.
+//! Thread mapping: as v05: two elements per thread, `2 · BLOCK_THREADS` per block.
 //!
 //! Memory traffic: the minimum read, plus the partials of each pass (as v02); `BLOCK_THREADS · 4`
 //! bytes of shared memory per block.
@@ -13,7 +13,7 @@
 //! Expected bound: nearer DRAM; what is left is one block per `2 · BLOCK_THREADS` elements
 //! (a million short blocks at 2^28) and only two loads in flight per thread.
 
-use crate::reduce::v04_first_add_on_load;
+use crate::reduce::v05_first_add_on_load;
 
 /// Threads per block; a power of two, at least 64.
 pub const BLOCK_THREADS: u32 = 256;
@@ -25,15 +25,15 @@ pub const SHARED_BYTES: u32 = BLOCK_THREADS * 4;
 pub const WARP_HANDOVER: u32 = 64;
 
 const _: () = assert!(BLOCK_THREADS >= WARP_HANDOVER && BLOCK_THREADS.is_power_of_two());
-// v05 keeps v04's load step so the two rows differ only in the tail.
-const _: () = assert!(ELEMS_PER_BLOCK == v04_first_add_on_load::ELEMS_PER_BLOCK);
+// v06 keeps v05's load step so the two rows differ only in the tail.
+const _: () = assert!(ELEMS_PER_BLOCK == v05_first_add_on_load::ELEMS_PER_BLOCK);
 
 #[cfg(target_arch = "nvptx64")]
 use crate::gpu::{shared, sync_threads, thread, warp};
 
 crate::kernel! {
     /// `partials[b] = Σ` of block `b`'s elements of `x[0..n]`.
-    pub unsafe fn reduce_v05_warp_shuffle(
+    pub unsafe fn reduce_v06_warp_shuffle(
         x: *const f32,
         n: u64,
         partials: *mut f32,

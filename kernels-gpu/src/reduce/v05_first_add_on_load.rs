@@ -1,6 +1,6 @@
-//! reduce/v04_first_add_on_load — each thread adds two elements while loading.
+//! reduce/v05_first_add_on_load — each thread adds two elements while loading.
 //!
-//! Changed from v03: a block covers `2 · BLOCK_THREADS` elements; thread `tid` loads
+//! Changed from v04: a block covers `2 · BLOCK_THREADS` elements; thread `tid` loads
 //! `x[base + tid]` and `x[base + tid + BLOCK_THREADS]` and stores their sum in shared memory.
 //! Half the blocks, no thread idle in the first add, two loads in flight per thread, and
 //! `⌈log_512 n⌉` passes (4 at 2^28: 2^28 → 2^19 → 2^10 → 2 → 1).
@@ -25,7 +25,7 @@ use crate::gpu::{shared, sync_threads, thread};
 
 crate::kernel! {
     /// `partials[b] = Σ` of block `b`'s elements of `x[0..n]`.
-    pub unsafe fn reduce_v04_first_add_on_load(
+    pub unsafe fn reduce_v05_first_add_on_load(
         x: *const f32,
         n: u64,
         partials: *mut f32,

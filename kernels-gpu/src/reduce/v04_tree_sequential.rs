@@ -1,9 +1,10 @@
-//! reduce/v03_tree_sequential — sequential addressing: no divergence.
+//! reduce/v04_tree_sequential — sequential addressing: no divergence, no bank conflicts.
 //!
-//! Changed from v02: at step `s` (BLOCK_THREADS/2, /4, ... 1) thread `tid < s` adds
-//! `sdata[tid + s]` into `sdata[tid]`. The active threads are the first `s`, so whole warps
-//! are either busy or idle (divergence only once `s < 32`), idle warps issue nothing, and
-//! consecutive lanes touch consecutive words (no bank conflicts, as in v02).
+//! Changed from v03: at step `s` (BLOCK_THREADS/2, /4, ... 1) thread `tid < s` adds
+//! `sdata[tid + s]` into `sdata[tid]`. The active threads are the first `s`, as in v03, so
+//! whole warps are either busy or idle (divergence only once `s < 32`) and idle warps issue
+//! nothing; but consecutive lanes now touch consecutive words, so v03's bank conflicts are
+//! gone (v02 had none either).
 //!
 //! Thread mapping: one element per thread (0 past the end), one block sum per block; passes
 //! over the partials as in v02.
@@ -24,7 +25,7 @@ use crate::gpu::{shared, sync_threads, thread};
 
 crate::kernel! {
     /// `partials[b] = Σ` of block `b`'s elements of `x[0..n]`.
-    pub unsafe fn reduce_v03_tree_sequential(
+    pub unsafe fn reduce_v04_tree_sequential(
         x: *const f32,
         n: u64,
         partials: *mut f32,

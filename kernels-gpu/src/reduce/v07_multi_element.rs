@@ -1,13 +1,13 @@
-//! reduce/v06_multi_element — a grid sized to the machine, 16-byte loads, shuffles only.
+//! reduce/v07_multi_element — a grid sized to the machine, 16-byte loads, shuffles only.
 //!
-//! Changed from v05: the grid is `BLOCKS_PER_SM` blocks per multiprocessor and each thread
+//! Changed from v06: the grid is `BLOCKS_PER_SM` blocks per multiprocessor and each thread
 //! walks the array with a grid-stride loop, issuing `UNROLL` independent 16-byte loads
 //! (`ld.global.nc.v4.f32`) into separate accumulators before adding: many bytes in flight,
 //! one add per element, no per-element shared memory. A block's threads combine with a
 //! warp butterfly, one shared word per warp, and a second butterfly in warp 0. The block
 //! result then goes either
 //! - into `*out` with one atomic per block (`partials` null; the host zeroes `*out`), or
-//! - into `partials[blockIdx]`, and `reduce_v06_multi_element_final` (one block) sums the
+//! - into `partials[blockIdx]`, and `reduce_v07_multi_element_final` (one block) sums the
 //!   partials in a fixed order and writes `*out`: bit-identical results run to run.
 //!
 //! An input that does not start on a 16-byte boundary gets a scalar head (up to 3 elements)
@@ -70,7 +70,7 @@ unsafe fn block_sum(v: f32) -> f32 {
 crate::kernel! {
     /// Block sums of `x[0..n]`: into `*out` by atomics (`partials` null), or one per block
     /// into `partials[blockIdx.x]`.
-    pub unsafe fn reduce_v06_multi_element(
+    pub unsafe fn reduce_v07_multi_element(
         x: *const f32,
         n: u64,
         out: *mut f32,
@@ -132,7 +132,7 @@ crate::kernel! {
 
 crate::kernel! {
     /// `*out = Σ partials[0..count]` in a fixed order (launched as one block).
-    pub unsafe fn reduce_v06_multi_element_final(
+    pub unsafe fn reduce_v07_multi_element_final(
         partials: *const f32,
         count: u32,
         out: *mut f32,
