@@ -240,16 +240,42 @@ fn value_of(report: &Report, key: &str) -> Result<Option<String>> {
         s.parse::<usize>()
             .map_err(|_| bad("the last field is the decimals"))
     };
-    let (v, d) = match parts.as_slice() {
-        ["row", name, shape, field, d] => {
-            let Some(r) = report
+    // `row;NAME;SHAPE;FIELD;D`, or with the note between shape and field where rows of one
+    // name and shape differ only by it (`row;memory/v01_strided_copy;n=2^28;stride 8;gbps;0`)
+    // or `ladder=LADDER` where they differ by ladder (a ladder row and the same in a sweep).
+    let row_key = match parts.as_slice() {
+        ["row", name, shape, field, d] => Some((*name, *shape, None, *field, *d)),
+        ["row", name, shape, note, field, d] => Some((*name, *shape, Some(*note), *field, *d)),
+        _ => None,
+    };
+    let (v, d) = match (row_key, parts.as_slice()) {
+        (Some((name, shape, note, field, d)), _) => {
+            let matches: Vec<&crate::report::Row> = report
                 .rows
                 .iter()
-                .find(|r| r.name == *name && r.shape == *shape)
-            else {
+                .filter(|r| r.name == name && r.shape == shape)
+                .filter(|r| {
+                    note.is_none_or(|n| match n.strip_prefix("ladder=") {
+                        Some(ladder) => r.ladder == ladder,
+                        None => r.note == n,
+                    })
+                })
+                .collect();
+            let Some(r) = matches.first() else {
                 return Ok(None);
             };
-            let v = match *field {
+            if matches.len() > 1 {
+                return Err(bad(&format!(
+                    "{} rows have this name and shape; add the note or ladder=LADDER (row;NAME;SHAPE;NOTE;FIELD;D): {}",
+                    matches.len(),
+                    matches
+                        .iter()
+                        .map(|r| format!("{:?} in {}", r.note, r.ladder))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+            let v = match field {
                 "median_us" => r.median_us,
                 "tflops" => r.tflops,
                 "gbps" => r.gbps,
@@ -266,7 +292,7 @@ fn value_of(report: &Report, key: &str) -> Result<Option<String>> {
                 digits(d)?,
             )
         }
-        ["ceiling", resource, field, d] => {
+        (None, ["ceiling", resource, field, d]) => {
             let Some(c) = report
                 .ceilings
                 .as_ref()
@@ -288,7 +314,7 @@ fn value_of(report: &Report, key: &str) -> Result<Option<String>> {
         }
         _ => {
             return Err(bad(
-                "expected row;NAME;SHAPE;FIELD;DECIMALS or ceiling;RESOURCE;FIELD;DECIMALS",
+                "expected row;NAME;SHAPE[;NOTE];FIELD;DECIMALS or ceiling;RESOURCE;FIELD;DECIMALS",
             ));
         }
     };
@@ -638,6 +664,47 @@ mod tests {
         assert!(stamp(&r).starts_with("Predicted d UTC"));
     }
 
+    /// Rows of one name and shape that differ by note or ladder need the note (or
+    /// `ladder=`) in the key; without it the key is an error, not the first row's figure.
+    #[test]
+    fn ambiguous_value_keys_are_refused() {
+        let mut r: Report = serde_json::from_str(
+            &std::fs::read_to_string(testdata().join("sample-bench.json")).unwrap(),
+        )
+        .unwrap();
+        let mut a = r
+            .rows
+            .iter()
+            .find(|x| x.median_us.is_some())
+            .unwrap()
+            .clone();
+        a.note = "stride 2".into();
+        a.median_us = Some(2.0);
+        let mut b = a.clone();
+        b.note = "stride 8".into();
+        b.median_us = Some(8.0);
+        let mut c = a.clone();
+        c.ladder = "sweep_x".into();
+        c.note = "stride 8".into();
+        c.median_us = Some(9.0);
+        let (name, shape) = (a.name.clone(), format!("{}-dup", a.shape));
+        for x in [&mut a, &mut b, &mut c] {
+            x.shape = shape.clone();
+        }
+        r.rows.extend([a, b, c]);
+        let key = |k: &str| format!("<!-- rooflab:value {k} -->x<!-- /rooflab:value -->");
+        let plain = key(&format!("row;{name};{shape};median_us;0"));
+        let err = fill_values(&plain, &r).unwrap_err().to_string();
+        assert!(err.contains("3 rows") && err.contains("stride 8"), "{err}");
+        let by_note = key(&format!("row;{name};{shape};stride 2;median_us;0"));
+        assert!(fill_values(&by_note, &r).unwrap().contains("-->2<"));
+        // Two rows have note "stride 8": still ambiguous; the ladder picks one.
+        let note8 = key(&format!("row;{name};{shape};stride 8;median_us;0"));
+        assert!(fill_values(&note8, &r).is_err());
+        let by_ladder = key(&format!("row;{name};{shape};ladder=sweep_x;median_us;0"));
+        assert!(fill_values(&by_ladder, &r).unwrap().contains("-->9<"));
+    }
+
     #[test]
     fn values_come_from_the_run() {
         let r: Report = serde_json::from_str(
@@ -647,7 +714,7 @@ mod tests {
         // Inline figures: from the run, stale text replaced; a row the run lacks keeps its
         // text; an unknown field is an error, not a silent blank.
         let row = r.rows.iter().find(|x| x.median_us.is_some()).unwrap();
-        let key = format!("row;{};{};median_us;1", row.name, row.shape);
+        let key = format!("row;{};{};{};median_us;1", row.name, row.shape, row.note);
         let text = format!("took <!-- rooflab:value {key} -->999<!-- /rooflab:value --> µs");
         let filled = fill_values(&text, &r).unwrap();
         assert_eq!(
@@ -660,10 +727,11 @@ mod tests {
         let absent = "<!-- rooflab:value row;nope/v01;1;tflops;0 -->7<!-- /rooflab:value -->";
         assert_eq!(fill_values(absent, &r).unwrap(), absent);
         let wrong = format!(
-            "<!-- rooflab:value row;{};{};speed;0 -->7<!-- /rooflab:value -->",
-            row.name, row.shape
+            "<!-- rooflab:value row;{};{};{};speed;0 -->7<!-- /rooflab:value -->",
+            row.name, row.shape, row.note
         );
-        assert!(fill_values(&wrong, &r).is_err());
+        let err = fill_values(&wrong, &r).unwrap_err().to_string();
+        assert!(err.contains("unknown row field"), "{err}");
         assert!(fill_values("<!-- rooflab:value row;a -->1<!-- /rooflab:value -->", &r).is_err());
         // Ceilings too.
         let c = &r.ceilings.as_ref().unwrap().rows[0];
