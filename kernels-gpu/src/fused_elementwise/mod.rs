@@ -25,9 +25,12 @@ const SQRT_2_OVER_PI: f32 = 0.797_884_6;
 /// erf(x) by Abramowitz & Stegun 7.1.26: `1 - (a1 t + .. + a5 t^5) e^(-x^2)`,
 /// `t = 1 / (1 + p|x|)`, odd in x. Absolute error at most 1.5e-7 in exact arithmetic; in f32
 /// the polynomial's rounding brings it to ~6.5e-7 (near 0, where `1 - poly e^(-x^2)`
-/// cancels; checked by the host's unit tests), `ex2.approx` adds ~2^-22 relative.
+/// cancels; checked by the host's unit tests), `ex2.approx` adds ~2^-22 relative. The
+/// reciprocal is `rcp` (on the device `rcp.approx`, 1 ulp): an IEEE division there cost
+/// about ten instructions per element, which bf16's 8 elements per 16 bytes could not
+/// afford (ncu: issue-bound, docs/05).
 #[inline(always)]
-pub fn erf_as<E: Fn(f32) -> f32>(x: f32, exp2: E) -> f32 {
+pub fn erf_as<E: Fn(f32) -> f32, R: Fn(f32) -> f32>(x: f32, exp2: E, rcp: R) -> f32 {
     const P: f32 = 0.327_591_1;
     const A: [f32; 5] = [
         0.254_829_6,
@@ -37,7 +40,7 @@ pub fn erf_as<E: Fn(f32) -> f32>(x: f32, exp2: E) -> f32 {
         1.061_405_4,
     ];
     let a = if x < 0.0 { -x } else { x };
-    let t = 1.0 / (1.0 + P * a);
+    let t = rcp(1.0 + P * a);
     let poly = t * (A[0] + t * (A[1] + t * (A[2] + t * (A[3] + t * A[4]))));
     let r = 1.0 - poly * exp2(-(a * a) * LOG2_E);
     if x < 0.0 { -r } else { r }
@@ -46,14 +49,16 @@ pub fn erf_as<E: Fn(f32) -> f32>(x: f32, exp2: E) -> f32 {
 /// GELU of `u`: `mode == GELU_TANH` is `0.5 u (1 + tanh(k))` with
 /// `k = sqrt(2/pi)(u + 0.044715 u^3)`, computed as `u / (1 + e^(-2k))` (the same function:
 /// 0.5(1 + tanh k) is the logistic of 2k), which needs one exp and is accurate to a few ulp
-/// where `tanh.approx` would give ~5e-4; otherwise `0.5 u (1 + erf(u / sqrt 2))`.
+/// where `tanh.approx` would give ~5e-4; otherwise `0.5 u (1 + erf(u / sqrt 2))`. `exp2`
+/// and `rcp` are the device's approximate instructions (host tests pass exact ones, and a
+/// reciprocal 1 ulp off).
 #[inline(always)]
-pub fn gelu<E: Fn(f32) -> f32>(u: f32, mode: u32, exp2: E) -> f32 {
+pub fn gelu<E: Fn(f32) -> f32, R: Fn(f32) -> f32>(u: f32, mode: u32, exp2: E, rcp: R) -> f32 {
     if mode == GELU_TANH {
         let k = SQRT_2_OVER_PI * (u + 0.044_715 * (u * u * u));
-        // e^(-2k) overflows to inf for very negative u: u / inf = -0, the right limit.
-        u / (1.0 + exp2(-2.0 * LOG2_E * k))
+        // e^(-2k) overflows to inf for very negative u: u · (1/inf) = -0, the right limit.
+        u * rcp(1.0 + exp2(-2.0 * LOG2_E * k))
     } else {
-        0.5 * u * (1.0 + erf_as(u * core::f32::consts::FRAC_1_SQRT_2, exp2))
+        0.5 * u * (1.0 + erf_as(u * core::f32::consts::FRAC_1_SQRT_2, exp2, rcp))
     }
 }

@@ -69,7 +69,12 @@ unsafe fn gelu_op<T: Storage>(t: *const T, out: *mut T, n: u32, mode: u32) {
     if i < n {
         let i = i as usize;
         // SAFETY: i < n.
-        unsafe { T::store(out.add(i), gelu(T::load(t.add(i)), mode, math::exp2)) }
+        unsafe {
+            T::store(
+                out.add(i),
+                gelu(T::load(t.add(i)), mode, math::exp2, math::rcp),
+            )
+        }
     }
 }
 

@@ -44,7 +44,10 @@ unsafe fn run<T: Storage>(
                 T::load(scale.add(c)),
                 T::load(bias.add(c)),
             );
-            T::store(y.add(i), gelu(u, mode, math::exp2) + T::load(res.add(i)));
+            T::store(
+                y.add(i),
+                gelu(u, mode, math::exp2, math::rcp) + T::load(res.add(i)),
+            );
         }
     }
 }

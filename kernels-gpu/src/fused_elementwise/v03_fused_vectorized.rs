@@ -75,7 +75,7 @@ unsafe fn run<T: Storage>(
             }
             let mut out = [0.0f32; 8];
             each8(T::PER16, |k| {
-                out[k] = gelu(math::fma(xv[k], sv[k], bv[k]), mode, math::exp2) + rv[k];
+                out[k] = gelu(math::fma(xv[k], sv[k], bv[k]), mode, math::exp2, math::rcp) + rv[k];
             });
             T::store16(y.add(start as usize), &out);
         } else {
@@ -86,7 +86,10 @@ unsafe fn run<T: Storage>(
                     T::load(scale.add(c as usize)),
                     T::load(bias.add(c as usize)),
                 );
-                T::store(y.add(i), gelu(u, mode, math::exp2) + T::load(res.add(i)));
+                T::store(
+                    y.add(i),
+                    gelu(u, mode, math::exp2, math::rcp) + T::load(res.add(i)),
+                );
                 c += 1;
                 if c == cols {
                     c = 0;

@@ -381,6 +381,19 @@ pub mod math {
         y
     }
 
+    /// 1/x (`rcp.approx.ftz.f32`: within 1 ulp, 1/inf = 0): one special-function
+    /// instruction where `1.0 / x` compiles to an IEEE division (`div.rn.f32`, a reciprocal
+    /// refined by FMAs and a range check, about ten instructions).
+    #[inline(always)]
+    pub fn rcp(x: f32) -> f32 {
+        let y: f32;
+        // SAFETY: pure arithmetic.
+        unsafe {
+            asm!("rcp.approx.ftz.f32 {0}, {1};", out(reg32) y, in(reg32) x, options(pure, nomem, nostack))
+        };
+        y
+    }
+
     /// log2(x) (`lg2.approx.ftz.f32`).
     #[inline(always)]
     pub fn log2(x: f32) -> f32 {
