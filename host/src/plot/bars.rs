@@ -2,7 +2,7 @@
 
 use plotters::prelude::*;
 
-use super::{colour, err, mark_texts, tick, variant_index};
+use super::{colour, err, mark_texts, peer_pct, tick, variant_index};
 use crate::error::Result;
 use crate::report::Row;
 
@@ -39,10 +39,7 @@ fn draw(svg: &mut String, rows: &[Row], family: &str, measured: bool) -> Result<
         }
     };
     // The peer's % of roof: the row's floor over the peer's time.
-    let peer = |r: &Row| -> Option<f64> {
-        let (p, m, t) = (r.pct_of_roof?, r.median_us?, r.peer_median_us?);
-        (measured && t > 0.0).then(|| p * m / t)
-    };
+    let peer = |r: &Row| peer_pct(r).filter(|_| measured);
     let xmax = if measured {
         mine.iter()
             .filter_map(|r| peer(r))

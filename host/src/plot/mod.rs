@@ -38,6 +38,22 @@ fn write_svg(path: &Path, svg: &str) -> Result<()> {
     std::fs::write(path, svg).map_err(|e| Error::Other(format!("writing {}: {e}", path.display())))
 }
 
+/// A row's % of roof: measured, else predicted (the op's floor over the variant's own
+/// modelled floor), as the charts rank and draw it.
+fn pct_or_predicted(r: &Row) -> Option<f64> {
+    r.pct_of_roof.or_else(|| {
+        r.accounting
+            .filter(|a| a.variant_floor_us > 0.0)
+            .map(|a| 100.0 * a.floor_us / a.variant_floor_us)
+    })
+}
+
+/// The peer library's own % of roof on a measured row: the row's floor over the peer's time.
+fn peer_pct(r: &Row) -> Option<f64> {
+    let (p, m, t) = (r.pct_of_roof?, r.median_us?, r.peer_median_us?);
+    (t > 0.0).then(|| p * m / t)
+}
+
 /// A step's index among its family's variants in `rows` (first appearance order): its
 /// colour in every chart of the family.
 pub fn variant_index(rows: &[Row], r: &Row) -> usize {

@@ -6,7 +6,8 @@ use plotters::prelude::*;
 
 use super::{
     AI_MAX, AI_MIN, LABEL_HEIGHT, LABEL_SPOTS, LabelBox, POINT_RADIUS, add_point_titles, colour,
-    err, label_width, mark_texts, position, rate_tick, tick, tooltip, variant_index,
+    err, label_width, mark_texts, pct_or_predicted, position, rate_tick, tick, tooltip,
+    variant_index,
 };
 use crate::cost::Precision;
 use crate::error::Result;
@@ -356,14 +357,7 @@ fn labelled_rows<'a>(rows: &'a [Row], scope: Scope<'_>) -> Vec<&'a Row> {
         }
     }
     for g in groups {
-        let score = |r: &Row| {
-            r.pct_of_roof
-                .or_else(|| {
-                    r.accounting
-                        .map(|a| 100.0 * a.floor_us / a.variant_floor_us)
-                })
-                .unwrap_or(0.0)
-        };
+        let score = |r: &Row| pct_or_predicted(r).unwrap_or(0.0);
         let Some(best) = rows
             .iter()
             .filter(|r| group(r) == g && position(r).is_some())

@@ -9,7 +9,10 @@
 
 use plotters::prelude::*;
 
-use super::{POINT_RADIUS, add_point_titles, colour, err, tick, tooltip, variant_index};
+use super::{
+    POINT_RADIUS, add_point_titles, colour, err, pct_or_predicted, peer_pct, tick, tooltip,
+    variant_index,
+};
 use crate::error::Result;
 use crate::report::Row;
 
@@ -158,21 +161,6 @@ pub fn sweeps(rows: &[Row], family: &str) -> Vec<Sweep> {
     out
 }
 
-/// The value a sweep plots for a row: % of roof (measured), else the predicted one.
-fn pct(r: &Row) -> Option<f64> {
-    r.pct_of_roof.or_else(|| {
-        r.accounting
-            .filter(|a| a.variant_floor_us > 0.0)
-            .map(|a| 100.0 * a.floor_us / a.variant_floor_us)
-    })
-}
-
-/// The peer's own % of roof on a row: the row's floor over the peer's time.
-fn peer_pct(r: &Row) -> Option<f64> {
-    let (p, m, t) = (r.pct_of_roof?, r.median_us?, r.peer_median_us?);
-    (t > 0.0).then(|| p * m / t)
-}
-
 /// The sweep as an SVG line chart: % of roof against the swept number, a line per step in
 /// the family's colours, and the peer (the median of its times at each x) dashed.
 pub fn sweep_svg(rows: &[Row], sweep: &Sweep) -> Result<String> {
@@ -215,7 +203,7 @@ fn draw(svg: &mut String, rows: &[Row], sweep: &Sweep) -> Result<Vec<String>> {
     let ymax = sweep
         .lines
         .iter()
-        .flat_map(|(_, p)| p.iter().filter_map(|q| pct(&rows[q.1])))
+        .flat_map(|(_, p)| p.iter().filter_map(|q| pct_or_predicted(&rows[q.1])))
         .chain(peer_pts.iter().map(|p| p.1))
         .fold(100.0f64, f64::max)
         * 1.1;
@@ -252,7 +240,7 @@ fn draw(svg: &mut String, rows: &[Row], sweep: &Sweep) -> Result<Vec<String>> {
                 let c = colour(variant_index(rows, &rows[i0]));
                 let line: Vec<(f64, f64)> = pts
                     .iter()
-                    .filter_map(|&(x, i)| pct(&rows[i]).map(|y| (x, y)))
+                    .filter_map(|&(x, i)| pct_or_predicted(&rows[i]).map(|y| (x, y)))
                     .collect();
                 chart
                     .draw_series(LineSeries::new(line.clone(), c.stroke_width(2)))
