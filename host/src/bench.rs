@@ -43,7 +43,8 @@ pub enum Peer {
     Available(String),
 }
 
-/// A case PyTorch can run too (timed out of process by `host/peer/torch_peer.py`).
+/// A case PyTorch can run too (eager and compiled, timed out of process by
+/// `host/peer/torch_peer.py`, checked by `torch_peer`).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TorchSpec {
     /// The op as the script names it, e.g. "softmax", "layer_norm", "rms_norm", "gelu_chain".
@@ -127,6 +128,10 @@ pub(crate) fn run_case_row(case: &Case) -> Row {
         peer: None,
         peer_median_us: None,
         pct_of_peer: None,
+        compiled_peer: None,
+        compiled_peer_median_us: None,
+        pct_of_compiled_peer: None,
+        compiled_peer_compile_s: None,
         reps: None,
         wall_s: None,
     }

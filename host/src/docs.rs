@@ -10,7 +10,8 @@
 //! - and the text between `<!-- rooflab:value KEY -->` and `<!-- /rooflab:value -->` by one
 //!   figure of the run, so that prose quotes the run too: KEY is
 //!   `row;FAMILY/VARIANT;SHAPE;FIELD;DECIMALS` (FIELD: median_us, tflops, gbps, tbps,
-//!   pct_of_roof, pct_of_peer, peer_tflops, spread_pct, speedup_vs_v01) or
+//!   pct_of_roof, pct_of_peer, peer_tflops, pct_of_compiled_peer, peer_gbps, compiled_peer_gbps,
+//!   spread_pct, speedup_vs_v01) or
 //!   `ceiling;RESOURCE;FIELD;DECIMALS` (FIELD: value, value_k = value / 1000, pct_of_vendor).
 //!   The first row with that name and shape is taken (a ladder's row before a sweep row of
 //!   the same shape); a row the run does not have keeps the text an earlier run wrote.
@@ -97,11 +98,19 @@ pub fn family_table(rows: &[Row], family: &str) -> String {
     if mine.is_empty() {
         return format!("_No `{family}` rows in this run._\n");
     }
+    // The compiled peer's column only where a row of the family has one (`--peer torch`).
+    let compiled = mine.iter().any(|r| r.compiled_peer.is_some());
     let mut s = String::new();
     s.push_str(
-        "| variant | shape | AI F/B | bound | floor µs | model floor µs | median µs | spread % | GB/s | TFLOP/s | % of roof | vs v01 | model vs v01 | regs | % of peer |\n",
+        "| variant | shape | AI F/B | bound | floor µs | model floor µs | median µs | spread % | GB/s | TFLOP/s | % of roof | vs v01 | model vs v01 | regs | % of peer |",
     );
-    s.push_str("|---|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    s.push_str(if compiled {
+        " % of torch.compile |\n"
+    } else {
+        "\n"
+    });
+    s.push_str("|---|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+    s.push_str(if compiled { "--:|\n" } else { "\n" });
     for r in mine {
         let shape = if r.note.is_empty() {
             r.shape.clone()
@@ -116,7 +125,7 @@ pub fn family_table(rows: &[Row], family: &str) -> String {
             (None, None) => "-".into(),
         };
         let x = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}x"));
-        let _ = writeln!(
+        let _ = write!(
             s,
             "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.variant,
@@ -135,6 +144,10 @@ pub fn family_table(rows: &[Row], family: &str) -> String {
             r.registers.map_or("-".into(), |v| v.to_string()),
             opt(r.pct_of_peer, 1),
         );
+        if compiled {
+            let _ = write!(s, " {} |", opt(r.pct_of_compiled_peer, 1));
+        }
+        s.push('\n');
     }
     s
 }
@@ -285,6 +298,12 @@ fn value_of(report: &Report, key: &str) -> Result<Option<String>> {
                 "pct_of_peer" => r.pct_of_peer,
                 "spread_pct" => r.spread_pct,
                 "peer_tflops" => r.peer_median_us.map(|p| r.flops as f64 / (p * 1e6)),
+                "pct_of_compiled_peer" => r.pct_of_compiled_peer,
+                // The peers' effective bandwidth, by the row's own minimum bytes.
+                "peer_gbps" => r.peer_median_us.map(|p| r.min_bytes as f64 / (p * 1e3)),
+                "compiled_peer_gbps" => r
+                    .compiled_peer_median_us
+                    .map(|p| r.min_bytes as f64 / (p * 1e3)),
                 _ => return Err(bad("unknown row field")),
             };
             (

@@ -292,6 +292,14 @@ fn ladder_table(rows: &[Row], family: &str, measured: bool, compared: bool) -> S
          <th>GB/s</th><th>TFLOP/s</th><th>% of roof</th><th>vs v01</th><th>model vs v01</th>\
          <th>regs</th><th>peer</th><th>% of peer</th>",
     );
+    // The compiled peer's columns only where a row of the family has one (`--peer torch`).
+    let compiled = rows
+        .iter()
+        .any(|r| r.family == family && r.compiled_peer.is_some());
+    let span = if compiled { 12 } else { 10 };
+    if compiled {
+        s.push_str("<th>compiled peer</th><th>% of compiled</th>");
+    }
     if compared {
         s.push_str("<th>change %</th>");
     }
@@ -322,11 +330,14 @@ fn ladder_table(rows: &[Row], family: &str, measured: bool, compared: bool) -> S
             num(a.map(|a| a.variant_floor_us), 1),
         );
         if let Some(why) = &r.unavailable {
-            let _ = write!(s, "<td colspan=\"10\">not run here: {}</td>", esc(why));
+            let _ = write!(s, "<td colspan=\"{span}\">not run here: {}</td>", esc(why));
         } else if let Some(e) = &r.error {
-            let _ = write!(s, "<td colspan=\"10\">FAILED: {}</td>", esc(e));
+            let _ = write!(s, "<td colspan=\"{span}\">FAILED: {}</td>", esc(e));
         } else if !measured {
-            s.push_str("<td colspan=\"10\">needs a GPU (predicted report)</td>");
+            let _ = write!(
+                s,
+                "<td colspan=\"{span}\">needs a GPU (predicted report)</td>"
+            );
         } else {
             let tflops = r.tflops.filter(|&t| t > 0.0);
             let _ = write!(
@@ -347,6 +358,14 @@ fn ladder_table(rows: &[Row], family: &str, measured: bool, compared: bool) -> S
                 esc(r.peer.as_deref().unwrap_or("-")),
                 num(r.pct_of_peer, 1),
             );
+            if compiled {
+                let _ = write!(
+                    s,
+                    "<td>{}</td><td class=\"num\">{}</td>",
+                    esc(r.compiled_peer.as_deref().unwrap_or("-")),
+                    num(r.pct_of_compiled_peer, 1),
+                );
+            }
         }
         if compared {
             let _ = write!(

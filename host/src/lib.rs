@@ -12,7 +12,8 @@
 //! - [`bench`]: bench cases and how one is run; [`report`]: rows, table, JSON, CSV;
 //! - [`ops`]: one file per kernel family: safe launch wrappers, CPU references, cost models,
 //!   bench cases and correctness tests for every variant;
-//! - [`peer`]: in-process peer libraries (cuBLAS), loaded at run time;
+//! - [`peer`]: in-process peer libraries (cuBLAS), loaded at run time; [`torch_peer`]:
+//!   PyTorch eager and torch.compile in their own process, outputs checked;
 //! - [`testing`]: GPU tests as data, run by `tests/gpu.rs`;
 //! - [`lab`]: the guided lab's modes: [`explain`] (cost model of one case), [`docs`] (the
 //!   guide's generated tables and plots), [`profile`] (one launch under Nsight Compute).
@@ -39,6 +40,7 @@ pub mod tensor;
 pub mod testing;
 pub mod timing;
 pub mod tma;
+pub mod torch_peer;
 
 pub use error::{Error, Result};
 pub use gpu::Gpu;

@@ -63,6 +63,17 @@ pub struct Row {
     pub peer_median_us: Option<f64>,
     /// Peer time over this row's time, in percent (100 = as fast as the peer).
     pub pct_of_peer: Option<f64>,
+    /// The compiled peer (`torch.compile` of the same op, `--peer torch`), or why it has no
+    /// figure; its median, and its time over this row's in percent.
+    #[serde(default)]
+    pub compiled_peer: Option<String>,
+    #[serde(default)]
+    pub compiled_peer_median_us: Option<f64>,
+    #[serde(default)]
+    pub pct_of_compiled_peer: Option<f64>,
+    /// Seconds the compiled peer's first call took (compilation): reported, never timed.
+    #[serde(default)]
+    pub compiled_peer_compile_s: Option<f64>,
     /// Timed launches behind the median (fewer than asked for long kernels: TIME_BUDGET_US).
     #[serde(default)]
     pub reps: Option<usize>,
@@ -163,6 +174,8 @@ pub fn table(rows: &[Row], measured: bool, compared: bool) -> comfy_table::Table
     let f = |v: Option<f64>, d: usize| v.map(|x| format!("{x:.d$}")).unwrap_or_else(|| "-".into());
     let x = |v: Option<f64>| v.map(|x| format!("{x:.2}x")).unwrap_or_else(|| "-".into());
     let mut header = vec!["family/variant", "shape", "AI F/B", "bound", "floor µs"];
+    // The compiled peer's column only when some row has one (`--peer torch`).
+    let compiled = rows.iter().any(|r| r.compiled_peer.is_some());
     if measured {
         header.extend([
             "median µs",
@@ -175,6 +188,9 @@ pub fn table(rows: &[Row], measured: bool, compared: bool) -> comfy_table::Table
             "peer",
             "% peer",
         ]);
+        if compiled {
+            header.push("% compiled");
+        }
         if compared {
             header.push("vs old");
         }
@@ -216,6 +232,9 @@ pub fn table(rows: &[Row], measured: bool, compared: bool) -> comfy_table::Table
                 r.peer.clone().unwrap_or_else(|| "-".into()),
                 f(r.pct_of_peer, 1),
             ]);
+            if compiled {
+                cells.push(f(r.pct_of_compiled_peer, 1));
+            }
             if compared {
                 cells.push(match r.change_pct {
                     Some(c) if r.regressed => format!("{c:+.1}% SLOWER"),
@@ -311,6 +330,10 @@ struct CsvRow<'a> {
     peer: Option<&'a str>,
     peer_median_us: Option<f64>,
     pct_of_peer: Option<f64>,
+    compiled_peer: Option<&'a str>,
+    compiled_peer_median_us: Option<f64>,
+    pct_of_compiled_peer: Option<f64>,
+    compiled_peer_compile_s: Option<f64>,
     registers: Option<u32>,
     spill_bytes: Option<u32>,
     old_median_us: Option<f64>,
@@ -349,6 +372,10 @@ impl<'a> From<&'a Row> for CsvRow<'a> {
             peer: r.peer.as_deref(),
             peer_median_us: r.peer_median_us,
             pct_of_peer: r.pct_of_peer,
+            compiled_peer: r.compiled_peer.as_deref(),
+            compiled_peer_median_us: r.compiled_peer_median_us,
+            pct_of_compiled_peer: r.pct_of_compiled_peer,
+            compiled_peer_compile_s: r.compiled_peer_compile_s,
             registers: r.registers,
             spill_bytes: r.spill_bytes,
             old_median_us: r.old_median_us,
@@ -369,10 +396,10 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn row(name: &str, ladder: &str, median: f64, bytes: u64) -> Row {
+    pub(crate) fn row(name: &str, ladder: &str, median: f64, bytes: u64) -> Row {
         Row {
             name: name.into(),
             family: "memory".into(),
@@ -406,6 +433,10 @@ mod tests {
             peer: None,
             peer_median_us: None,
             pct_of_peer: None,
+            compiled_peer: None,
+            compiled_peer_median_us: None,
+            pct_of_compiled_peer: None,
+            compiled_peer_compile_s: None,
             reps: Some(50),
             wall_s: Some(1.0),
         }

@@ -16,8 +16,6 @@ use rooflab::roofline::{self, Roofs};
 use rooflab::timing::Reps;
 use rooflab::{Error, Gpu, ceilings, ops, plot};
 
-mod torch_peer;
-
 #[derive(Parser, Debug)]
 #[command(
     name = "rooflab-bench",
@@ -53,8 +51,10 @@ struct Args {
     /// With --compare: flag rows more than this many percent slower.
     #[arg(long, default_value_t = 10.0)]
     regress_pct: f64,
-    /// Time the same ops in PyTorch (eager, CUDA events, its own process) and add a peer
-    /// column: `--peer torch`. Needs `python3` with torch; otherwise the column says so.
+    /// Time the same ops in PyTorch, eager and `torch.compile` (CUDA events, its own
+    /// process, outputs checked against the CPU reference) and add the two peer columns:
+    /// `--peer torch`. Needs `python3` with torch (and triton for the compiled column);
+    /// otherwise the columns say so.
     #[arg(long, value_parser = ["torch"])]
     peer: Option<String>,
     /// ptxas resource report (JSON written by `cargo xtask bench`).
@@ -341,7 +341,7 @@ fn main() -> ExitCode {
             .map(|c| c.torch.clone())
             .take(rows.len())
             .collect();
-        torch_peer::fill(&mut rows, &specs);
+        rooflab::torch_peer::fill(&mut rows, &specs);
     }
     report::relate(&mut rows, Some(&roofs));
     let arch = gpu.as_ref().map(|g| g.info.ptx_arch).unwrap_or("sm_90");

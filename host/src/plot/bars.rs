@@ -2,7 +2,9 @@
 
 use plotters::prelude::*;
 
-use super::{colour, err, mark_texts, peer_pct, tick, variant_index};
+use super::{
+    COMPILED_PEER, colour, compiled_peer_pct, err, mark_texts, peer_pct, tick, variant_index,
+};
 use crate::error::Result;
 use crate::report::Row;
 
@@ -40,9 +42,12 @@ fn draw(svg: &mut String, rows: &[Row], family: &str, measured: bool) -> Result<
     };
     // The peer's % of roof: the row's floor over the peer's time.
     let peer = |r: &Row| peer_pct(r).filter(|_| measured);
+    let compiled = |r: &Row| compiled_peer_pct(r).filter(|_| measured);
+    let any_compiled = mine.iter().any(|r| compiled(r).is_some());
     let xmax = if measured {
         mine.iter()
             .filter_map(|r| peer(r))
+            .chain(mine.iter().filter_map(|r| compiled(r)))
             .fold(110.0, f64::max)
             .min(400.0)
     } else {
@@ -64,7 +69,10 @@ fn draw(svg: &mut String, rows: &[Row], family: &str, measured: bool) -> Result<
         .configure_mesh()
         .disable_y_mesh()
         .disable_y_axis()
-        .x_desc(if measured {
+        .x_desc(if measured && any_compiled {
+            "% of roof (MBU / MFU); black tick: the peer library on the same row, red: its \
+             compiled form (torch.compile)"
+        } else if measured {
             "% of roof (MBU / MFU); black tick: the peer library on the same row"
         } else {
             what
@@ -109,9 +117,25 @@ fn draw(svg: &mut String, rows: &[Row], family: &str, measured: bool) -> Result<
                     )))
                     .map_err(err)?;
             }
+            if let Some(cv) = compiled(r) {
+                let cv = cv.min(xmax);
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        vec![(cv, y + 0.05), (cv, y + 0.95)],
+                        COMPILED_PEER.stroke_width(3),
+                    )))
+                    .map_err(err)?;
+            }
             let mut label = format!("{} {}  {:.1}", r.variant, r.note, v);
+            let mut peers = Vec::new();
             if let (Some(pv), Some(name)) = (peer(r), &r.peer) {
-                label += &format!("   ({name}: {pv:.1})");
+                peers.push(format!("{name}: {pv:.1}"));
+            }
+            if let (Some(cv), Some(name)) = (compiled(r), &r.compiled_peer) {
+                peers.push(format!("{name}: {cv:.1}"));
+            }
+            if !peers.is_empty() {
+                label += &format!("   ({})", peers.join("; "));
             }
             labels.push(label.clone());
             chart

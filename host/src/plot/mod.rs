@@ -50,9 +50,22 @@ fn pct_or_predicted(r: &Row) -> Option<f64> {
 
 /// The peer library's own % of roof on a measured row: the row's floor over the peer's time.
 fn peer_pct(r: &Row) -> Option<f64> {
-    let (p, m, t) = (r.pct_of_roof?, r.median_us?, r.peer_median_us?);
+    pct_at(r, r.peer_median_us?)
+}
+
+/// The compiled peer's (torch.compile's) own % of roof on a measured row.
+fn compiled_peer_pct(r: &Row) -> Option<f64> {
+    pct_at(r, r.compiled_peer_median_us?)
+}
+
+/// The % of roof a time of `t` µs would give on a measured row.
+fn pct_at(r: &Row, t: f64) -> Option<f64> {
+    let (p, m) = (r.pct_of_roof?, r.median_us?);
     (t > 0.0).then(|| p * m / t)
 }
+
+/// The colour of the compiled peer's marks (the eager peer's are black).
+const COMPILED_PEER: RGBColor = RGBColor(200, 0, 0);
 
 /// A step's index among its family's variants in `rows` (first appearance order): its
 /// colour in every chart of the family.
@@ -79,10 +92,15 @@ pub const POINT_RADIUS: u32 = 4;
 /// neither a measurement nor a prediction.
 pub fn position(r: &Row) -> Option<(f64, f64)> {
     let a = r.accounting?;
-    let x = a.intensity.max(AI_MIN);
     // Measured: the achieved rate. Predicted: the rate at the variant's own floor (its
     // modelled traffic at the DRAM roof), so wasteful variants sit below the roof.
-    let t_us = r.median_us.unwrap_or(a.variant_floor_us);
+    position_at(r, r.median_us.unwrap_or(a.variant_floor_us))
+}
+
+/// Where the row's op would sit if it took `t_us` (a peer's time on the same op).
+pub fn position_at(r: &Row, t_us: f64) -> Option<(f64, f64)> {
+    let a = r.accounting?;
+    let x = a.intensity.max(AI_MIN);
     let y = if a.intensity > 0.0 {
         r.flops as f64 / (t_us * 1e3)
     } else {

@@ -5,9 +5,9 @@
 use plotters::prelude::*;
 
 use super::{
-    AI_MAX, AI_MIN, LABEL_HEIGHT, LABEL_SPOTS, LabelBox, POINT_RADIUS, add_point_titles, colour,
-    err, label_width, mark_texts, pct_or_predicted, position, rate_tick, tick, tooltip,
-    variant_index,
+    AI_MAX, AI_MIN, COMPILED_PEER, LABEL_HEIGHT, LABEL_SPOTS, LabelBox, POINT_RADIUS,
+    add_point_titles, colour, err, label_width, mark_texts, pct_or_predicted, position,
+    position_at, rate_tick, tick, tooltip, variant_index,
 };
 use crate::cost::Precision;
 use crate::error::Result;
@@ -285,6 +285,11 @@ fn draw(
             ))
             .map_err(err)?;
     }
+    // A family's chart also marks where its peers sit on the same op and shape (black ×: the
+    // peer library, red triangle: its compiled form), at the median of the rows' peer times.
+    if let Scope::Family(_) = scope {
+        peer_marks(&mut chart, rows)?;
+    }
     // Labels only where they teach: each family's (or in a family's chart, each ladder's)
     // best step and the v01 it started from.
     // Each goes to the first of a few spots around its point where its box overlaps no label
@@ -339,6 +344,62 @@ fn draw(
         .map_err(err)?;
     root.present().map_err(err)?;
     Ok((tooltips, labels))
+}
+
+/// The peers' points of a family's rows, one per (ladder, shape) and peer, with a legend entry
+/// per kind of peer present.
+fn peer_marks<DB: DrawingBackend>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<LogCoord<f64>, LogCoord<f64>>>,
+    rows: &[Row],
+) -> Result<()> {
+    // The median of a group's times at each (ladder, shape) where the rows have them.
+    let points = |time: fn(&Row) -> Option<f64>| {
+        let mut groups: Vec<(&str, &str)> = Vec::new();
+        let mut pts: Vec<(f64, f64)> = Vec::new();
+        for r in rows
+            .iter()
+            .filter(|r| r.median_us.is_some() && time(r).is_some())
+        {
+            let key = (r.ladder.as_str(), r.shape.as_str());
+            if groups.contains(&key) {
+                continue;
+            }
+            groups.push(key);
+            let mut ts: Vec<f64> = rows
+                .iter()
+                .filter(|o| (o.ladder.as_str(), o.shape.as_str()) == key)
+                .filter_map(time)
+                .collect();
+            ts.sort_by(f64::total_cmp);
+            pts.extend(position_at(r, ts[ts.len() / 2]));
+        }
+        pts
+    };
+    let eager = points(|r| r.peer_median_us);
+    if !eager.is_empty() {
+        chart
+            .draw_series(
+                eager
+                    .into_iter()
+                    .map(|p| Cross::new(p, 5, BLACK.stroke_width(2))),
+            )
+            .map_err(err)?
+            .label("× peer library, same op and shape")
+            .legend(|(x, y)| Cross::new((x + 10, y), 5, BLACK.stroke_width(2)));
+    }
+    let compiled = points(|r| r.compiled_peer_median_us);
+    if !compiled.is_empty() {
+        chart
+            .draw_series(
+                compiled
+                    .into_iter()
+                    .map(|p| TriangleMarker::new(p, 6, COMPILED_PEER.stroke_width(2))),
+            )
+            .map_err(err)?
+            .label("▲ compiled peer (torch.compile)")
+            .legend(|(x, y)| TriangleMarker::new((x + 10, y), 6, COMPILED_PEER.stroke_width(2)));
+    }
+    Ok(())
 }
 
 /// The rows a roofline labels: per family (overview) or per ladder (a family's chart), its

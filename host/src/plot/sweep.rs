@@ -10,8 +10,8 @@
 use plotters::prelude::*;
 
 use super::{
-    POINT_RADIUS, add_point_titles, colour, err, pct_or_predicted, peer_pct, tick, tooltip,
-    variant_index,
+    COMPILED_PEER, POINT_RADIUS, add_point_titles, colour, compiled_peer_pct, err,
+    pct_or_predicted, peer_pct, tick, tooltip, variant_index,
 };
 use crate::error::Result;
 use crate::report::Row;
@@ -178,33 +178,39 @@ fn draw(svg: &mut String, rows: &[Row], sweep: &Sweep) -> Result<Vec<String>> {
     let (xmin, xmax) = xs
         .iter()
         .fold((f64::INFINITY, 0.0f64), |(a, b), &x| (a.min(x), b.max(x)));
-    // The peer at each x: the median over the steps' rows there (each row times it anew).
-    let mut peer_pts: Vec<(f64, f64)> = Vec::new();
-    let mut peer_name = None;
     let mut all_x = xs.clone();
     all_x.sort_by(f64::total_cmp);
     all_x.dedup();
-    for &x in &all_x {
-        let mut v: Vec<f64> = sweep
-            .lines
-            .iter()
-            .flat_map(|(_, p)| p.iter().filter(|q| q.0 == x))
-            .filter_map(|q| {
-                let r = &rows[q.1];
-                peer_name = peer_name.clone().or(r.peer.clone());
-                peer_pct(r)
-            })
-            .collect();
-        if !v.is_empty() {
-            v.sort_by(f64::total_cmp);
-            peer_pts.push((x, v[v.len() / 2]));
+    // A peer at each x: the median over the steps' rows there (each row may time it anew),
+    // and its name: the eager peer, then the compiled one (torch.compile).
+    let peer_line = |pct: fn(&Row) -> Option<f64>, name: fn(&Row) -> Option<&String>| {
+        let mut pts: Vec<(f64, f64)> = Vec::new();
+        let mut named = None;
+        for &x in &all_x {
+            let mut v: Vec<f64> = sweep
+                .lines
+                .iter()
+                .flat_map(|(_, p)| p.iter().filter(|q| q.0 == x))
+                .filter_map(|q| {
+                    let r = &rows[q.1];
+                    named = named.clone().or(pct(r).and(name(r).cloned()));
+                    pct(r)
+                })
+                .collect();
+            if !v.is_empty() {
+                v.sort_by(f64::total_cmp);
+                pts.push((x, v[v.len() / 2]));
+            }
         }
-    }
+        (pts, named)
+    };
+    let (peer_pts, peer_name) = peer_line(peer_pct, |r| r.peer.as_ref());
+    let (compiled_pts, compiled_name) = peer_line(compiled_peer_pct, |r| r.compiled_peer.as_ref());
     let ymax = sweep
         .lines
         .iter()
         .flat_map(|(_, p)| p.iter().filter_map(|q| pct_or_predicted(&rows[q.1])))
-        .chain(peer_pts.iter().map(|p| p.1))
+        .chain(peer_pts.iter().chain(&compiled_pts).map(|p| p.1))
         .fold(100.0f64, f64::max)
         * 1.1;
     let title = format!(
@@ -273,6 +279,21 @@ fn draw(svg: &mut String, rows: &[Row], sweep: &Sweep) -> Result<Vec<String>> {
                     .label(format!("{name} (peer)"))
                     .legend(move |(x, y)| {
                         PathElement::new(vec![(x, y), (x + 20, y)], BLACK.stroke_width(2))
+                    });
+            }
+            if !compiled_pts.is_empty() {
+                let name = compiled_name.clone().unwrap_or_else(|| "compiled".into());
+                chart
+                    .draw_series(DashedLineSeries::new(
+                        compiled_pts.clone(),
+                        8,
+                        5,
+                        COMPILED_PEER.stroke_width(2),
+                    ))
+                    .map_err(err)?
+                    .label(format!("{name} (compiled peer)"))
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 20, y)], COMPILED_PEER.stroke_width(2))
                     });
             }
             chart

@@ -24,7 +24,7 @@ impl Kind {
             Kind::RmsNorm => "rmsnorm",
         }
     }
-    pub(super) fn torch(self) -> &'static str {
+    pub fn torch(self) -> &'static str {
         match self {
             Kind::LayerNorm => "layer_norm",
             Kind::RmsNorm => "rms_norm",
