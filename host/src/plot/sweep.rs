@@ -5,7 +5,10 @@
 //! A step's rows form a sweep when their shapes (or, where the shapes are all the same,
 //! their notes) are one text with one number changing: `1×8192×8192`, `8×8192×8192`, ...
 //! (`8192^3` counts as `8192×8192×8192`), or `stride 1`, `stride 2`, ... Several numbers may
-//! change together if they are equal in each row (`1024^3`, `2048^3`: the cube's side).
+//! change together if they are equal in each row (`1024^3`, `2048^3`: the cube's side), or
+//! if their product is the same in each row (`524288x128`, `131072x512`, ...: a row length
+//! swept at a fixed element count), which sweeps the last of them over the axis
+//! `(67108864/x)×x`.
 
 use plotters::prelude::*;
 
@@ -111,54 +114,114 @@ pub fn sweeps(rows: &[Row], family: &str) -> Vec<Sweep> {
             let Some(&first) = varying.first() else {
                 continue;
             };
-            // One x per row: every changing number equal to the first within the row.
-            if !members
+            // One x per row: every changing number equal to the first within the row; else
+            // the changing numbers' product the same in every row of a group, x the last.
+            let found = if members
                 .iter()
                 .all(|(_, v)| varying.iter().all(|&p| v[p] == v[first]))
             {
-                continue;
-            }
-            let mut points: Vec<(f64, usize)> =
-                members.iter().map(|(i, v)| (v[first], *i)).collect();
-            points.sort_by(|a, b| a.0.total_cmp(&b.0));
-            points.dedup_by(|a, b| a.0 == b.0);
-            if points.len() < MIN_POINTS || points.iter().any(|p| p.0.is_nan() || p.0 <= 0.0) {
-                continue;
-            }
-            // The axis text: the skeleton with the changing numbers as `x`, the others back.
-            let values = &members[0].1;
-            let mut k = 0;
-            let axis: String = sk
-                .chars()
-                .map(|c| {
-                    if c == '#' {
-                        let s = if varying.contains(&k) {
-                            "x".to_string()
-                        } else {
-                            tick(values[k])
-                        };
-                        k += 1;
-                        s
-                    } else {
-                        c.to_string()
-                    }
-                })
-                .collect();
-            match out
-                .iter_mut()
-                .find(|s| s.ladder == ladder && s.axis == axis)
-            {
-                Some(s) => s.lines.push((variant.to_string(), points)),
-                None => out.push(Sweep {
-                    family: family.to_string(),
-                    ladder: ladder.to_string(),
-                    axis,
-                    lines: vec![(variant.to_string(), points)],
-                }),
+                vec![(
+                    axis_text(&sk, &members[0].1, &varying, |_| "x".into()),
+                    members.iter().map(|(i, v)| (v[first], *i)).collect(),
+                )]
+            } else {
+                product_sweeps(&sk, &members, &varying)
+            };
+            for (axis, mut points) in found {
+                points.sort_by(|a, b| a.0.total_cmp(&b.0));
+                points.dedup_by(|a, b| a.0 == b.0);
+                if points.len() < MIN_POINTS || points.iter().any(|p| p.0.is_nan() || p.0 <= 0.0) {
+                    continue;
+                }
+                match out
+                    .iter_mut()
+                    .find(|s| s.ladder == ladder && s.axis == axis)
+                {
+                    Some(s) => s.lines.push((variant.to_string(), points)),
+                    None => out.push(Sweep {
+                        family: family.to_string(),
+                        ladder: ladder.to_string(),
+                        axis,
+                        lines: vec![(variant.to_string(), points)],
+                    }),
+                }
             }
         }
     }
     out
+}
+
+/// The skeleton `sk` with its numbers back (`values`), the changing ones (`varying`) as
+/// `changing(k)` says.
+fn axis_text(
+    sk: &str,
+    values: &[f64],
+    varying: &[usize],
+    changing: impl Fn(usize) -> String,
+) -> String {
+    let mut k = 0;
+    sk.chars()
+        .map(|c| {
+            if c == '#' {
+                let s = if varying.contains(&k) {
+                    changing(k)
+                } else {
+                    tick(values[k])
+                };
+                k += 1;
+                s
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+/// The fixed-total sweeps among rows whose changing numbers differ within a row: members
+/// grouped by the product of their changing numbers (`rows×cols` at a fixed element count);
+/// in each group the last changing number is x, the others are written as the product over
+/// x, e.g. `(67108864/x)×x` (an `x` between two numbers is written `×` there, so that it
+/// does not read as the variable). (axis, points) per group; too few points are dropped by
+/// the caller.
+fn product_sweeps(
+    sk: &str,
+    members: &[(usize, Vec<f64>)],
+    varying: &[usize],
+) -> Vec<(String, Vec<(f64, usize)>)> {
+    // Two numbers trading off (rows and cols); more would need more than one x.
+    let [_, last] = *varying else {
+        return Vec::new();
+    };
+    let mut groups: Vec<(f64, Vec<(f64, usize)>)> = Vec::new();
+    for (i, v) in members {
+        let product: f64 = varying.iter().map(|&p| v[p]).product();
+        match groups.iter_mut().find(|(p, _)| *p == product) {
+            Some((_, pts)) => pts.push((v[last], *i)),
+            None => groups.push((product, vec![(v[last], *i)])),
+        }
+    }
+    let sk: String = {
+        let c: Vec<char> = sk.chars().collect();
+        (0..c.len())
+            .map(|k| {
+                let between = k > 0 && k + 1 < c.len() && c[k - 1] == '#' && c[k + 1] == '#';
+                if c[k] == 'x' && between { '×' } else { c[k] }
+            })
+            .collect()
+    };
+    groups
+        .into_iter()
+        .map(|(product, points)| {
+            let axis = axis_text(&sk, &members[0].1, varying, |k| {
+                if k == last {
+                    "x".into()
+                } else {
+                    format!("({}/x)", tick(product))
+                }
+            });
+            (axis, points)
+        })
+        .collect()
 }
 
 /// The sweep as an SVG line chart: % of roof against the swept number, a line per step in
@@ -389,5 +452,36 @@ mod tests {
             .count();
         assert_eq!(titled, 6, "a point with a tooltip per row");
         assert!(svg.contains("lib (peer)"));
+    }
+
+    /// A row length swept at a fixed element count (softmax's `auto` over cols at
+    /// rows·cols = 2^26): both numbers change, their product does not; x is the last. A row
+    /// of another product beside them stays out; so do steps with fewer than 3 such rows.
+    #[test]
+    fn finds_fixed_total_sweeps() {
+        let rows = vec![
+            row("sweep_cols", "auto", "524288x128", "auto→v06", 90.0),
+            row("sweep_cols", "auto", "131072x512", "auto→v06", 91.0),
+            row("sweep_cols", "auto", "262144x128", "auto→v06", 80.0),
+            row("sweep_cols", "auto", "32768x2048", "auto→v05", 92.0),
+            row("sweep_cols", "auto", "256x262144", "auto→v07", 85.0),
+            row("sweep_cols", "v05", "16384x4096", "", 94.0),
+            row("sweep_cols", "v05", "2048x32768", "", 94.0),
+        ];
+        let s = sweeps(&rows, "f");
+        assert_eq!(s.len(), 1, "{s:#?}");
+        assert_eq!(s[0].axis, "(67108864/x)×x");
+        assert_eq!(s[0].lines.len(), 1);
+        let (variant, points) = &s[0].lines[0];
+        assert_eq!(variant, "auto");
+        assert_eq!(
+            points.iter().map(|p| p.0).collect::<Vec<_>>(),
+            [128.0, 512.0, 2048.0, 262144.0]
+        );
+        // The points are the rows of that product, in x order.
+        assert_eq!(points.iter().map(|p| p.1).collect::<Vec<_>>(), [0, 1, 3, 4]);
+        let svg = sweep_svg(&rows, &s[0]).unwrap();
+        roxmltree::Document::parse(&svg).expect("valid SVG");
+        assert!(svg.contains("(67108864/x)×x"));
     }
 }

@@ -73,7 +73,14 @@ pub trait Storage: Copy {
     /// One element, rounded from f32.
     unsafe fn store(p: *mut Self, v: f32);
     /// `PER16` elements from a 16-byte-aligned address into `out[..PER16]`.
-    unsafe fn load16(p: *const Self, out: &mut [f32; 8]);
+    #[inline(always)]
+    unsafe fn load16(p: *const Self, out: &mut [f32; 8]) {
+        // SAFETY: forwarded from the caller.
+        Self::unpack16(unsafe { load16_nc(p.cast()) }, out)
+    }
+    /// The `PER16` elements of 16 raw bytes (as loaded, lowest address first) into
+    /// `out[..PER16]`: how `load16` and loads from shared memory widen them.
+    fn unpack16(w: [u32; 4], out: &mut [f32; 8]);
     /// `v[..PER16]` to a 16-byte-aligned address.
     unsafe fn store16(p: *mut Self, v: &[f32; 8]);
 }
@@ -91,9 +98,7 @@ impl Storage for f32 {
         unsafe { *p = v }
     }
     #[inline(always)]
-    unsafe fn load16(p: *const f32, out: &mut [f32; 8]) {
-        // SAFETY: forwarded from the caller.
-        let w = unsafe { load16_nc(p.cast()) };
+    fn unpack16(w: [u32; 4], out: &mut [f32; 8]) {
         for k in 0..4 {
             out[k] = f32::from_bits(w[k]);
         }
@@ -129,9 +134,7 @@ impl Storage for u16 {
         unsafe { *p = from_f32(v) }
     }
     #[inline(always)]
-    unsafe fn load16(p: *const u16, out: &mut [f32; 8]) {
-        // SAFETY: forwarded from the caller.
-        let w = unsafe { load16_nc(p.cast()) };
+    fn unpack16(w: [u32; 4], out: &mut [f32; 8]) {
         for k in 0..4 {
             // Little-endian: the element at the lower address is the low half.
             out[2 * k] = f32::from_bits(w[k] << 16);

@@ -1,6 +1,7 @@
 //! Hopper (sm_90a) building blocks: warpgroup MMA (`wgmma`), the tensor copy engine (TMA,
-//! `cp.async.bulk.tensor`), transaction-counting `mbarrier`s, `setmaxnreg`, and the
-//! launch-bounds marker. Compiled only into the sm_90a PTX (`wgmma` and `setmaxnreg` exist
+//! `cp.async.bulk.tensor`), transaction-counting `mbarrier`s, `setmaxnreg`, thread-block
+//! clusters (the cluster marker, `barrier.cluster`, distributed shared memory through `mapa`
+//! and `ld.shared::cluster`), and the launch-bounds marker. Compiled only into the sm_90a PTX (`wgmma` and `setmaxnreg` exist
 //! only there; a module holding them would not load on any other GPU).
 //!
 //! **wgmma.** A *warpgroup* (4 consecutive warps, the first one's index a multiple of 4)
@@ -110,6 +111,72 @@ pub fn cluster_sync() {
             options(nostack)
         )
     };
+}
+
+/// The first half of [`cluster_sync`]: `barrier.cluster.arrive.release` (not `.aligned`, as
+/// `cluster_sync`). PTX ISA ("Parallel Synchronization and Communication Instructions:
+/// barrier.cluster", PTX 8.0 for the qualifiers, sm_90): the arrival does not wait; the
+/// barrier completes when every non-exited thread of the cluster has arrived, and a thread
+/// arrives only once per completion. With `.release` (the default), this thread's memory
+/// accesses before the arrive (loads included: "requested ... are complete") are complete and
+/// visible to every thread whose [`cluster_wait`] returns for that completion. Work between
+/// an arrive and its wait is ordered by nothing: the split lets a block do its own work while
+/// the others catch up.
+#[inline(always)]
+pub fn cluster_arrive() {
+    // SAFETY: every thread of the cluster arrives once and then waits (callers keep it out of
+    // divergent code). Not `nomem`: the compiler must keep memory accesses on their side.
+    unsafe { asm!("barrier.cluster.arrive.release;", options(nostack)) };
+}
+
+/// The second half: `barrier.cluster.wait.acquire`, which returns once every non-exited
+/// thread of the cluster has arrived (see [`cluster_arrive`]); the accesses they made before
+/// arriving are then complete and visible to this thread.
+#[inline(always)]
+pub fn cluster_wait() {
+    // SAFETY: as `cluster_arrive`, after this thread's own arrive.
+    unsafe { asm!("barrier.cluster.wait.acquire;", options(nostack)) };
+}
+
+/// The address in block `rank`'s shared memory of what lies at `.shared::cta` address `addr`
+/// in this block's (`mapa.shared::cluster.u32`, PTX ISA "Data Movement and Conversion
+/// Instructions: mapa", PTX 7.8, sm_90): a `.shared::cluster` address, for
+/// [`load_shared_cluster_f32x2`] (distributed shared memory). Every block of a kernel has the
+/// same layout, so one offset names the same variable in each. Address arithmetic only.
+#[inline(always)]
+pub fn map_shared_rank(addr: u32, rank: u32) -> u32 {
+    let out: u32;
+    // SAFETY: computes an address, touches no memory.
+    unsafe {
+        asm!(
+            "mapa.shared::cluster.u32 {0}, {1}, {2};",
+            out(reg32) out, in(reg32) addr, in(reg32) rank,
+            options(pure, nomem, nostack)
+        )
+    };
+    out
+}
+
+/// Two f32 from a `.shared::cluster` address (`ld.shared::cluster.v2.f32`, 8-byte aligned),
+/// possibly in another block's shared memory ([`map_shared_rank`]). Volatile: never merged,
+/// hoisted or removed.
+///
+/// # Safety
+/// The owning block is running and has not exited (a block's shared memory goes when it
+/// does): the caller brackets the read between a cluster barrier that follows the owner's
+/// write and one that the owner waits on before it exits.
+#[inline(always)]
+pub unsafe fn load_shared_cluster_f32x2(addr: u32) -> [f32; 2] {
+    let (a, b): (f32, f32);
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        asm!(
+            "ld.shared::cluster.v2.f32 {{{0}, {1}}}, [{2}];",
+            out(reg32) a, out(reg32) b, in(reg32) addr,
+            options(nostack)
+        )
+    };
+    [a, b]
 }
 
 /// One arrival on the mbarrier at `.shared` address `bar` *of block `rank` of the cluster*

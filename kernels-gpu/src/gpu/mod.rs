@@ -150,6 +150,21 @@ pub mod smem {
         F32x4([a, b, c, d])
     }
 
+    /// `ld.shared.v4.u32`: 16 raw bytes (any element type), never merged or removed.
+    #[inline(always)]
+    pub unsafe fn load_u32x4(addr: u32) -> [u32; 4] {
+        let (a, b, c, d): (u32, u32, u32, u32);
+        // SAFETY: as `load_f32x4`.
+        unsafe {
+            asm!(
+                "ld.shared.v4.u32 {{{0}, {1}, {2}, {3}}}, [{4}];",
+                out(reg32) a, out(reg32) b, out(reg32) c, out(reg32) d, in(reg32) addr,
+                options(nostack)
+            )
+        };
+        [a, b, c, d]
+    }
+
     /// `st.shared.v4.f32`.
     #[inline(always)]
     pub unsafe fn store_f32x4(addr: u32, v: F32x4) {
@@ -229,6 +244,43 @@ pub mod warp {
         while m > 0 {
             v = super::math::max(v, shfl_xor_f32(v, m));
             m >>= 1;
+        }
+        v
+    }
+
+    /// Sum over each aligned group of `width` lanes (a power of two, 1 to 32, the same in
+    /// every lane); every lane gets its group's total. Butterfly masks below `width` never
+    /// leave the group. Each step sits behind a warp-uniform test, so all 32 lanes take the
+    /// same shuffles (the full-mask contract).
+    #[inline(always)]
+    pub fn sum_f32_in(v: f32, width: u32) -> f32 {
+        group_steps(v, width, |a, b| a + b)
+    }
+
+    /// Maximum over each aligned group of `width` lanes (see [`sum_f32_in`]).
+    #[inline(always)]
+    pub fn max_f32_in(v: f32, width: u32) -> f32 {
+        group_steps(v, width, super::math::max)
+    }
+
+    /// The butterfly steps with masks 16, 8, 4, 2, 1 that are below `width`, written out: a
+    /// loop over a mask array was left rolled with the array in local memory.
+    #[inline(always)]
+    fn group_steps(mut v: f32, width: u32, op: impl Fn(f32, f32) -> f32) -> f32 {
+        if width > 16 {
+            v = op(v, shfl_xor_f32(v, 16));
+        }
+        if width > 8 {
+            v = op(v, shfl_xor_f32(v, 8));
+        }
+        if width > 4 {
+            v = op(v, shfl_xor_f32(v, 4));
+        }
+        if width > 2 {
+            v = op(v, shfl_xor_f32(v, 2));
+        }
+        if width > 1 {
+            v = op(v, shfl_xor_f32(v, 1));
         }
         v
     }

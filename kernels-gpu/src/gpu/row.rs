@@ -1,5 +1,7 @@
-//! Row tiles: a row of up to `16 * blockDim.x` elements held in registers, 16 slots a
-//! thread, for one-block-per-row kernels that read their row once (softmax v05, norm v03).
+//! Row tiles: a row of up to `16 * b` elements held in registers by `b` threads, 16 slots a
+//! thread, for kernels that read their row once: one block per row (softmax v05, norm v03:
+//! [`load`]/[`store`], `b` = blockDim.x) or a group of lanes per row (softmax v06:
+//! [`load_for`]/[`store_for`] with the lane's index in its group and the group's size).
 //!
 //! Slot layout (the host-visible twin is `crate::row_layout::row_slot`, which the launch geometry and
 //! the host's unit tests use): with the vector layout (`per16` elements a 16-byte vector),
@@ -15,8 +17,32 @@ use super::thread;
 /// `fill`. `vec`: the row and all pointers are 16-byte aligned and cols % PER16 == 0.
 #[inline(always)]
 pub unsafe fn load<T: Storage>(row: *const T, cols: u32, vec: bool, fill: f32, v: &mut [f32; 16]) {
-    let t = thread::thread_idx_x();
-    let b = thread::block_dim_x();
+    // SAFETY: forwarded.
+    unsafe {
+        load_for(
+            thread::thread_idx_x(),
+            thread::block_dim_x(),
+            row,
+            cols,
+            vec,
+            fill,
+            v,
+        )
+    }
+}
+
+/// [`load`] for thread `t` of `b` threads sharing the row (the slot layout with `b` in place
+/// of blockDim.x).
+#[inline(always)]
+pub unsafe fn load_for<T: Storage>(
+    t: u32,
+    b: u32,
+    row: *const T,
+    cols: u32,
+    vec: bool,
+    fill: f32,
+    v: &mut [f32; 16],
+) {
     // SAFETY: every access is to an element < cols (the slot layout), vectors whole (cols %
     // PER16 == 0) and aligned (`vec`).
     unsafe {
@@ -48,8 +74,29 @@ pub unsafe fn load<T: Storage>(row: *const T, cols: u32, vec: bool, fill: f32, v
 /// Store the slots `load` loaded (the same layout); padding slots are not stored.
 #[inline(always)]
 pub unsafe fn store<T: Storage>(row: *mut T, cols: u32, vec: bool, v: &[f32; 16]) {
-    let t = thread::thread_idx_x();
-    let b = thread::block_dim_x();
+    // SAFETY: forwarded.
+    unsafe {
+        store_for(
+            thread::thread_idx_x(),
+            thread::block_dim_x(),
+            row,
+            cols,
+            vec,
+            v,
+        )
+    }
+}
+
+/// [`store`] for thread `t` of `b` threads sharing the row.
+#[inline(always)]
+pub unsafe fn store_for<T: Storage>(
+    t: u32,
+    b: u32,
+    row: *mut T,
+    cols: u32,
+    vec: bool,
+    v: &[f32; 16],
+) {
     // SAFETY: as in `load`.
     unsafe {
         if vec {

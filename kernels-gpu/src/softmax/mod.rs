@@ -7,19 +7,33 @@
 //! `ex2.approx` of `(x - max) * log2 e`: relative error ~2^-22 plus the rounding of the
 //! product, a few 1e-7 in the range that matters.
 //!
+//! The ladder: v01 three kernels with the statistics in DRAM; v02 one block per row, three
+//! reads; v03 online (running max and sum), two reads, any length; v04 a warp per row; v05 the
+//! row in one block's registers, one read (rows of up to 16384); v06 a group of lanes per row,
+//! in registers (short rows, up to 512); v07 a cluster of 8 blocks per row, in their shared
+//! memory (long rows, up to 262144; sm_90a only). `softmax::auto` on the host picks v06, v05,
+//! v07 (v03 where v07 is unavailable) by row length.
+//!
 //! Also here, device-side, the softmax math every variant shares. The row-in-registers
-//! layout v05 launches with (`ROW_ITEMS` slots a thread, `row_threads`, `row_slot`) is in
-//! `crate::row_layout`, shared with norm's v03. The block reductions and the row tile's loads and stores are in the
-//! device layer (`crate::gpu::block`, `crate::gpu::row`).
+//! layout v05 and v06 launch with (`ROW_ITEMS` slots a thread, `row_threads` for a block,
+//! `warp_row_lanes` for a group of lanes, `row_slot`) is in `crate::row_layout`, shared with
+//! norm's v03. The block reductions and the row tile's loads and stores are in the device
+//! layer (`crate::gpu::block`, `crate::gpu::row`); the cluster barriers and distributed
+//! shared memory v07 uses in `crate::gpu::hopper`.
 
 pub mod v01_three_kernels;
 pub mod v02_block_per_row;
 pub mod v03_online;
 pub mod v04_warp_per_row;
 pub mod v05_row_in_registers;
+pub mod v06_rows_per_warp;
+pub mod v07_cluster_row;
 
-/// The row-in-registers layout v05 shares with norm's v03 (see `crate::row_layout`).
-pub use crate::row_layout::{ROW_ITEMS, ROW_MAX_COLS, ROW_MAX_THREADS, row_slot, row_threads};
+/// The row-in-registers layout v05 and v06 share with norm's v03 (see `crate::row_layout`).
+pub use crate::row_layout::{
+    ROW_ITEMS, ROW_MAX_COLS, ROW_MAX_THREADS, WARP_ROW_MAX_COLS, row_slot, row_threads,
+    warp_row_lanes,
+};
 
 #[cfg(target_arch = "nvptx64")]
 pub(crate) mod device {

@@ -1,5 +1,8 @@
-//! softmax: the bench cases (the whole ladder at 16384 x 4096, short rows for v04 against
-//! v03 and v05, long rows for v03; `auto` at each shape).
+//! softmax: the bench cases: the ladder up to v05 at 16384 x 4096 (v06 and v07 are for
+//! shorter and longer rows); short rows (262144 x 128) for v03-v06; long rows (2048 x 32768) for
+//! v02, v03 and v07; `auto` at each shape; and `auto`'s row-length sweep at a fixed total
+//! (ladders `sweep_cols_f32` / `sweep_cols_bf16`: rows x cols = 2^26 for cols = 128 .. 262144,
+//! drawn as a line over cols by the report).
 
 use super::launch::{LADDER, Variant, auto, auto_choice, softmax};
 use super::tests::{Pattern, check, make_input};
@@ -7,6 +10,11 @@ use crate::bench::{Case, TorchSpec, Workload, rotation_sets};
 use crate::error::Result;
 use crate::gpu::Gpu;
 use crate::tensor::{Buf, Dtype, RowStats};
+
+/// Elements of every point of the row-length sweep (rows = SWEEP_TOTAL / cols).
+pub const SWEEP_TOTAL: usize = 1 << 26;
+/// The sweep's row lengths: short rows (v06), one block's registers (v05), clusters (v07).
+pub const SWEEP_COLS: [usize; 7] = [128, 512, 2048, 8192, 32768, 131072, 262144];
 
 struct SoftmaxWork {
     v: Option<Variant>,
@@ -30,6 +38,7 @@ impl Workload for SoftmaxWork {
             Pattern::Normal,
             self.seed,
         )
+        .map(|_| ())
     }
     fn launch(&mut self, gpu: &Gpu, i: usize) -> Result<()> {
         let x = &self.xs[i % self.xs.len()];
@@ -56,45 +65,73 @@ fn ladder(dt: Dtype) -> &'static str {
     }
 }
 
+/// The ladder of `auto`'s row-length sweep: one per dtype.
+fn sweep_ladder(dt: Dtype) -> &'static str {
+    match dt {
+        Dtype::F32 => "sweep_cols_f32",
+        Dtype::Bf16 => "sweep_cols_bf16",
+    }
+}
+
 /// The family's bench cases. `size` overrides the element count (the rows follow).
+///
+/// `auto`'s rows name the step it runs (note `auto→vNN`) and its kernels as on a GPU with
+/// clusters (sm_90a, the bench's reference H200): on another GPU a long-row `auto` row lists
+/// v07's kernel and is reported unavailable, like v07's own row, although `auto` would run
+/// v03 there.
 pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
     let scale = |rows: usize, cols: usize| match size {
         Some(s) => ((s as usize / cols).max(1), cols),
         None if quick => ((rows / 8).max(1), cols),
         None => (rows, cols),
     };
-    // (shape, variants): the whole ladder at 16384 x 4096, short rows for v04 against v03
-    // and v05, long rows for v03 (v05 cannot hold them).
-    type Plan = Vec<((usize, usize), Vec<Option<Variant>>)>;
-    let plan: Plan = vec![
+    // (ladder, shape, variants): the ladder up to v05 at 16384 x 4096 (v06 holds rows of up
+    // to 512, v07 is for rows past v05's 16384), short rows for v04 and v06 against v03 and
+    // v05, long rows for v03 and v07 (v05 cannot hold them).
+    type Plan = Vec<(&'static str, (usize, usize), Vec<Option<Variant>>)>;
+    let mut plan: Plan = vec![
         (
+            "ladder",
             scale(16384, 4096),
-            LADDER.iter().map(|&v| Some(v)).chain([None]).collect(),
+            LADDER
+                .iter()
+                .filter(|&&v| v != Variant::V06RowsPerWarp && v != Variant::V07ClusterRow)
+                .map(|&v| Some(v))
+                .chain([None])
+                .collect(),
         ),
         (
+            "ladder",
             scale(262144, 128),
             vec![
                 Some(Variant::V03Online),
                 Some(Variant::V04WarpPerRow),
                 Some(Variant::V05RowInRegisters),
+                Some(Variant::V06RowsPerWarp),
                 None,
             ],
         ),
         (
+            "ladder",
             scale(2048, 32768),
             vec![
                 Some(Variant::V02BlockPerRow),
                 Some(Variant::V03Online),
+                Some(Variant::V07ClusterRow),
                 None,
             ],
         ),
     ];
+    // The row-length sweep: `auto` at a fixed total (scaled as the rest).
+    for cols in SWEEP_COLS {
+        plan.push(("sweep", scale(SWEEP_TOTAL / cols, cols), vec![None]));
+    }
     let mut out = Vec::new();
     for dt in Dtype::ALL {
-        for ((rows, cols), vs) in &plan {
+        for (kind, (rows, cols), vs) in &plan {
             let (rows, cols) = (*rows, *cols);
             for &v in vs {
-                let shown = v.unwrap_or(auto_choice(cols));
+                let shown = v.unwrap_or(auto_choice(cols, true));
                 let c = shown.modelled(dt, rows as u64, cols as u64);
                 out.push(Case {
                     family: super::FAMILY.name,
@@ -103,7 +140,11 @@ pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
                         None => format!("auto_{}", dt.name()),
                     },
                     kernels: shown.kernel_uses(dt, cols),
-                    ladder: ladder(dt),
+                    ladder: if *kind == "sweep" {
+                        sweep_ladder(dt)
+                    } else {
+                        ladder(dt)
+                    },
                     shape: format!("{rows}x{cols}"),
                     note: if v.is_none() {
                         format!("auto→{}", &shown.stem()[..3])
@@ -163,14 +204,61 @@ mod unit_tests {
             .iter()
             .find(|c| c.variant == "auto_f32" && c.shape.ends_with("x128"))
             .unwrap();
-        assert_eq!(auto_short.note, "auto→v04");
+        assert_eq!(auto_short.note, "auto→v06");
         // Every case names the kernels it runs, with their launch shape (v05's block follows
-        // the row: 4096 / 16 = 256 threads).
+        // the row: 4096 / 16 = 256 threads; v07's its slice: 32768 / 8 / 4 vectors of 4 f32).
         assert!(c.iter().all(|c| !c.kernels.is_empty()));
         let v05 = c
             .iter()
             .find(|c| c.variant == "v05_row_in_registers_f32" && c.shape.ends_with("x4096"))
             .unwrap();
         assert_eq!(v05.kernels[0].block_threads, 256);
+        let v06 = c
+            .iter()
+            .find(|c| c.variant == "v06_rows_per_warp_bf16")
+            .unwrap();
+        assert!(v06.shape.ends_with("x128"), "{}", v06.shape);
+        let v07 = c
+            .iter()
+            .find(|c| c.variant == "v07_cluster_row_f32")
+            .unwrap();
+        assert!(v07.shape.ends_with("x32768"), "{}", v07.shape);
+        assert_eq!(v07.kernels[0].block_threads, 256);
+        assert_eq!(v07.kernels[0].shared_bytes, 144 + 4096 * 4);
+    }
+
+    /// The row-length sweep: `auto` at every length, rows x cols the same total, honouring
+    /// `--size` and `--quick` like the other shapes, with the torch peer, on its own ladder.
+    #[test]
+    fn the_row_length_sweep_keeps_the_total() {
+        for (quick, size, total) in [
+            (false, None, SWEEP_TOTAL),
+            (true, None, SWEEP_TOTAL / 8),
+            (false, Some(1u64 << 24), 1 << 24),
+        ] {
+            let c = cases(quick, size, 1);
+            for dt in Dtype::ALL {
+                let sweep: Vec<&Case> = c.iter().filter(|c| c.ladder == sweep_ladder(dt)).collect();
+                assert_eq!(sweep.len(), SWEEP_COLS.len());
+                for (case, cols) in sweep.iter().zip(SWEEP_COLS) {
+                    assert_eq!(case.variant, format!("auto_{}", dt.name()));
+                    assert_eq!(case.shape, format!("{}x{cols}", total / cols));
+                    let want = auto_choice(cols, true);
+                    assert_eq!(case.note, format!("auto→{}", &want.stem()[..3]));
+                    let t = case.torch.as_ref().unwrap();
+                    assert_eq!(t.shape, vec![(total / cols) as u64, cols as u64]);
+                }
+            }
+        }
+        let c = cases(false, None, 1);
+        let notes: Vec<&str> = c
+            .iter()
+            .filter(|c| c.ladder == "sweep_cols_f32")
+            .map(|c| c.note.as_str())
+            .collect();
+        assert_eq!(
+            notes,
+            ["auto→v06", "auto→v06", "auto→v05", "auto→v05", "auto→v07", "auto→v07", "auto→v07"]
+        );
     }
 }

@@ -14,15 +14,19 @@ pub fn cost(dt: Dtype, rows: u64, cols: u64) -> Cost {
 
 impl Variant {
     /// Modelled DRAM traffic: v01 reads x three times (plus its 2 x rows statistics written
-    /// and read); the others are modelled at the minimum (their re-reads of a row hit cache
-    /// for the rows benched).
+    /// and read); v02-v04 are modelled at the minimum (their re-reads of a row hit cache for
+    /// the rows benched); v05, v06 and v07 read each row once by construction (registers, or
+    /// v07's cluster shared memory) and write it once: the minimum.
     pub fn modelled(self, dt: Dtype, rows: u64, cols: u64) -> Cost {
         let base = cost(dt, rows, cols);
         match self {
             Variant::V01ThreeKernels => base.with_modelled(
                 dt.bytes(v01_three_kernels::PASSES * rows * cols) + Bytes(4 * 4 * rows),
             ),
-            _ => base,
+            Variant::V02BlockPerRow | Variant::V03Online | Variant::V04WarpPerRow => base,
+            Variant::V05RowInRegisters | Variant::V06RowsPerWarp | Variant::V07ClusterRow => {
+                base.with_modelled(dt.bytes(2 * rows * cols))
+            }
         }
     }
 }
@@ -37,5 +41,17 @@ mod unit_tests {
         let v01 = Variant::V01ThreeKernels.modelled(Dtype::F32, 16384, 4096);
         let ratio = v01.modelled_bytes.0 as f64 / v01.min_bytes.0 as f64;
         assert!((ratio - 2.0).abs() < 1e-3, "{ratio}");
+        // The one-read steps: 1 read + 1 write, the minimum.
+        for (v, rows, cols) in [
+            (Variant::V06RowsPerWarp, 262144, 128),
+            (Variant::V07ClusterRow, 2048, 32768),
+            (Variant::V07ClusterRow, 256, 262144),
+        ] {
+            for dt in Dtype::ALL {
+                let c = v.modelled(dt, rows, cols);
+                assert_eq!(c.modelled_bytes.0, 2 * rows * cols * dt.size(), "{v:?}");
+                assert_eq!(c.modelled_bytes, c.min_bytes);
+            }
+        }
     }
 }

@@ -1,10 +1,13 @@
 //! softmax: the variants, their kernel entries (picked by variant and dtype), the launch
-//! geometry (from the variant files' constants) and the safe wrappers.
+//! geometry (from the variant files' constants and geometry functions) and the safe wrappers.
 
 use rooflab_kernels::softmax::{
-    ROW_MAX_COLS, row_threads, v01_three_kernels, v02_block_per_row, v03_online, v04_warp_per_row,
-    v05_row_in_registers,
+    ROW_ITEMS, ROW_MAX_COLS, WARP_ROW_MAX_COLS, row_threads, v01_three_kernels, v02_block_per_row,
+    v03_online, v04_warp_per_row, v05_row_in_registers, v06_rows_per_warp, v07_cluster_row,
+    warp_row_lanes,
 };
+
+use std::sync::Mutex;
 
 use crate::bench::KernelUse;
 use crate::error::{Error, Result};
@@ -18,14 +21,18 @@ pub enum Variant {
     V03Online,
     V04WarpPerRow,
     V05RowInRegisters,
+    V06RowsPerWarp,
+    V07ClusterRow,
 }
 
-pub const LADDER: [Variant; 5] = [
+pub const LADDER: [Variant; 7] = [
     Variant::V01ThreeKernels,
     Variant::V02BlockPerRow,
     Variant::V03Online,
     Variant::V04WarpPerRow,
     Variant::V05RowInRegisters,
+    Variant::V06RowsPerWarp,
+    Variant::V07ClusterRow,
 ];
 
 /// A one-kernel row entry: `(x, y, cols)`.
@@ -42,6 +49,10 @@ pub struct Entries<T: 'static> {
     /// `(x, y, rows, cols)`.
     pub v04: Kernel<(*const T, *mut T, u32, u32)>,
     pub v05: RowKernel<T>,
+    /// `(x, y, rows, cols)`.
+    pub v06: Kernel<(*const T, *mut T, u32, u32)>,
+    /// sm_90a only.
+    pub v07: RowKernel<T>,
 }
 
 impl<T> Entries<T> {
@@ -57,6 +68,8 @@ impl<T> Entries<T> {
             Variant::V03Online => vec![self.v03.id()],
             Variant::V04WarpPerRow => vec![self.v04.id()],
             Variant::V05RowInRegisters => vec![self.v05.id()],
+            Variant::V06RowsPerWarp => vec![self.v06.id()],
+            Variant::V07ClusterRow => vec![self.v07.id()],
         }
     }
 }
@@ -75,6 +88,8 @@ impl SoftmaxElem for f32 {
         v03: v03_online::softmax_v03_online_f32,
         v04: v04_warp_per_row::softmax_v04_warp_per_row_f32,
         v05: v05_row_in_registers::softmax_v05_row_in_registers_f32,
+        v06: v06_rows_per_warp::softmax_v06_rows_per_warp_f32,
+        v07: v07_cluster_row::softmax_v07_cluster_row_f32,
     };
 }
 
@@ -87,6 +102,8 @@ impl SoftmaxElem for u16 {
         v03: v03_online::softmax_v03_online_bf16,
         v04: v04_warp_per_row::softmax_v04_warp_per_row_bf16,
         v05: v05_row_in_registers::softmax_v05_row_in_registers_bf16,
+        v06: v06_rows_per_warp::softmax_v06_rows_per_warp_bf16,
+        v07: v07_cluster_row::softmax_v07_cluster_row_bf16,
     };
 }
 
@@ -116,8 +133,9 @@ impl Variant {
     }
 
     /// (threads a block, dynamic shared bytes) of every kernel of the variant for rows of
-    /// `cols`: v04 runs `ROWS_PER_BLOCK` warps a block, v05's block follows the row.
-    pub fn block_shape(self, cols: u32) -> (u32, u32) {
+    /// `cols` in `dt`: v04 and v06 run `BLOCK_THREADS` a block, v05's block follows the row,
+    /// v07's follows its slice of the row, which it keeps in shared memory.
+    pub fn block_shape(self, dt: Dtype, cols: u32) -> (u32, u32) {
         match self {
             Variant::V01ThreeKernels => (
                 v01_three_kernels::BLOCK_THREADS,
@@ -130,33 +148,115 @@ impl Variant {
             Variant::V03Online => (v03_online::BLOCK_THREADS, v03_online::SHARED_BYTES),
             Variant::V04WarpPerRow => (v04_warp_per_row::BLOCK_THREADS, 0),
             Variant::V05RowInRegisters => (row_threads(cols), v05_row_in_registers::SHARED_BYTES),
+            Variant::V06RowsPerWarp => (v06_rows_per_warp::BLOCK_THREADS, 0),
+            Variant::V07ClusterRow => {
+                let e = dt.size() as u32;
+                (
+                    v07_cluster_row::block_threads(cols, e),
+                    v07_cluster_row::shared_bytes(cols, e),
+                )
+            }
         }
     }
 
     /// Every kernel one call launches for rows of `cols`, with its launch shape.
     pub fn kernel_uses(self, dt: Dtype, cols: usize) -> Vec<KernelUse> {
-        let (b, shared) = self.block_shape(cols as u32);
+        let (b, shared) = self.block_shape(dt, cols as u32);
         self.kernels(dt)
             .into_iter()
             .map(|k| KernelUse::new(k, b, shared))
             .collect()
     }
+
+    /// The longest row the variant holds on chip (v05 and v06 in registers, v07 in a
+    /// cluster's shared memory); `None`: any length.
+    pub fn max_cols(self) -> Option<u32> {
+        match self {
+            Variant::V05RowInRegisters => Some(ROW_MAX_COLS),
+            Variant::V06RowsPerWarp => Some(WARP_ROW_MAX_COLS),
+            Variant::V07ClusterRow => Some(v07_cluster_row::MAX_COLS),
+            _ => None,
+        }
+    }
+
+    /// Refuses rows longer than [`Variant::max_cols`], naming the limit, why, and what takes
+    /// such rows. Needs no GPU.
+    pub fn check_cols(self, dt: Dtype, cols: usize) -> Result<()> {
+        let Some(max) = self.max_cols() else {
+            return Ok(());
+        };
+        if cols <= max as usize {
+            return Ok(());
+        }
+        let why = match self {
+            Variant::V06RowsPerWarp => format!(
+                "are longer than {} holds ({max}: 32 lanes × {ROW_ITEMS} elements in \
+                 registers); use softmax::auto, or {} for rows of up to {ROW_MAX_COLS}",
+                self.stem(),
+                Variant::V05RowInRegisters.stem()
+            ),
+            Variant::V07ClusterRow => format!(
+                "do not fit in a cluster's shared memory ({} holds at most {max}: {} blocks × \
+                 {}); use softmax::auto or {} (two reads, any length)",
+                self.stem(),
+                v07_cluster_row::CLUSTER,
+                max / v07_cluster_row::CLUSTER,
+                Variant::V03Online.stem()
+            ),
+            _ => format!(
+                "do not fit on chip (this variant holds at most {max}); use softmax::auto or {}",
+                Variant::V03Online.stem()
+            ),
+        };
+        Err(Error::Shape {
+            op: self.name(dt),
+            what: format!("rows of {cols} elements {why}"),
+        })
+    }
 }
 
-/// What `auto` runs for rows of `cols`: one warp per row up to 256 elements, the row in
-/// registers up to `ROW_MAX_COLS` (16384), the online two-read kernel beyond.
-pub fn auto_choice(cols: usize) -> Variant {
-    if cols <= 256 {
-        Variant::V04WarpPerRow
+/// What `auto` runs for rows of `cols`: a group of lanes per row up to `WARP_ROW_MAX_COLS`
+/// (512), the row in one block's registers up to `ROW_MAX_COLS` (16384), a cluster per row
+/// up to v07's `MAX_COLS` (262144) where the GPU has clusters (`clusters`: sm_90a, see
+/// [`clusters_available`]), the online two-read kernel otherwise.
+pub fn auto_choice(cols: usize, clusters: bool) -> Variant {
+    if cols <= WARP_ROW_MAX_COLS as usize {
+        Variant::V06RowsPerWarp
     } else if cols <= ROW_MAX_COLS as usize {
         Variant::V05RowInRegisters
+    } else if clusters && cols <= v07_cluster_row::MAX_COLS as usize {
+        Variant::V07ClusterRow
     } else {
         Variant::V03Online
     }
 }
 
+/// Whether `gpu` runs v07 (built only into the sm_90a PTX): `auto`'s question before it picks
+/// the cluster step. A kernel missing from every PTX is an error, not a "no". The answer
+/// depends only on the PTX the GPU loaded and is kept per PTX arch: finding it searches the
+/// PTX text (milliseconds), which `auto` must not do at every call.
+pub fn clusters_available(gpu: &Gpu) -> Result<bool> {
+    static KNOWN: Mutex<Vec<(&str, bool)>> = Mutex::new(Vec::new());
+    let arch = gpu.info.ptx_arch;
+    let known = |k: &Vec<(&str, bool)>| k.iter().find(|(a, _)| *a == arch).map(|&(_, b)| b);
+    if let Some(b) = known(&KNOWN.lock().unwrap_or_else(|e| e.into_inner())) {
+        return Ok(b);
+    }
+    let b = match gpu.available(f32::ENTRIES.v07) {
+        Ok(()) => true,
+        Err(Error::Unavailable { .. }) => false,
+        Err(e) => return Err(e),
+    };
+    KNOWN
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push((arch, b));
+    Ok(b)
+}
+
 /// Softmax of each row of `x` (rows x cols) into `y` with variant `v`. v01 needs `stats`.
-/// Empty tensors: nothing launched. v05 refuses rows longer than 16384.
+/// Empty tensors: nothing launched. v05, v06 and v07 refuse rows longer than they hold
+/// ([`Variant::max_cols`]); v07 is unavailable on GPUs other than compute capability 9.0.
 pub fn softmax(
     gpu: &Gpu,
     v: Variant,
@@ -171,15 +271,7 @@ pub fn softmax(
     check_dims(&op, rows, cols, false)?;
     expect_buf(&op, "x", x, dt, rows * cols)?;
     expect_buf(&op, "y", y, dt, rows * cols)?;
-    if v == Variant::V05RowInRegisters && cols > ROW_MAX_COLS as usize {
-        return Err(Error::Shape {
-            op,
-            what: format!(
-                "rows of {cols} elements do not fit on chip (this variant holds at most \
-                 {ROW_MAX_COLS}); use softmax::auto or v03_online"
-            ),
-        });
-    }
+    v.check_cols(dt, cols)?;
     if rows == 0 || cols == 0 {
         return Ok(());
     }
@@ -203,11 +295,13 @@ fn launch<T: SoftmaxElem>(
 ) -> Result<()> {
     let k = T::ENTRIES;
     let (xv, yv, c) = (x.view::<T>(op)?, y.view_mut::<T>(op)?, cols as u32);
-    let (b, shared) = v.block_shape(c);
+    let (b, shared) = v.block_shape(T::DTYPE, c);
     let per_row = LaunchConfig::one_block_per_row(rows, b, shared);
     // SAFETY (every launch below): x and y hold rows x cols elements of T (checked by the
-    // caller), the statistics `rows` f32; grids are one block per row (v04: one warp per
-    // row, the kernel skips warps past the last row).
+    // caller, as is cols against the variant's limit), the statistics `rows` f32; grids are
+    // one block per row (v04: one warp per row, v06: warp_row_lanes(cols) lanes per row, the
+    // kernels skip rows past the last; v07: a cluster of CLUSTER blocks per row, with the
+    // block size and shared memory its geometry functions give for cols).
     unsafe {
         match v {
             Variant::V01ThreeKernels => {
@@ -231,13 +325,33 @@ fn launch<T: SoftmaxElem>(
                 gpu.launch(k.v04, cfg, (xv, yv, rows as u32, c))
             }
             Variant::V05RowInRegisters => gpu.launch(k.v05, per_row, (xv, yv, c)),
+            Variant::V06RowsPerWarp => {
+                let lanes = warp_row_lanes(c) as u64;
+                let cfg = LaunchConfig::for_threads(op, rows as u64 * lanes, b)?;
+                gpu.launch(k.v06, cfg, (xv, yv, rows as u32, c))
+            }
+            Variant::V07ClusterRow => {
+                gpu.available(k.v07)?;
+                let cfg = LaunchConfig::for_threads(
+                    op,
+                    rows as u64 * v07_cluster_row::CLUSTER as u64 * b as u64,
+                    b,
+                )?;
+                let cfg = LaunchConfig {
+                    shared_bytes: shared,
+                    ..cfg
+                };
+                gpu.launch(k.v07, cfg, (xv, yv, c))
+            }
         }
     }
 }
 
-/// Softmax with the variant `auto_choice` picks for this row length; returns it.
+/// Softmax with the variant `auto_choice` picks for this row length on this GPU; returns it.
 pub fn auto(gpu: &Gpu, rows: usize, cols: usize, x: &Buf, y: &mut Buf) -> Result<Variant> {
-    let v = auto_choice(cols);
+    // Only rows past v05's limit depend on the GPU.
+    let clusters = cols > ROW_MAX_COLS as usize && clusters_available(gpu)?;
+    let v = auto_choice(cols, clusters);
     softmax(gpu, v, rows, cols, x, y, None)?;
     Ok(v)
 }
@@ -245,15 +359,50 @@ pub fn auto(gpu: &Gpu, rows: usize, cols: usize, x: &Buf, y: &mut Buf) -> Result
 #[cfg(test)]
 mod unit_tests {
     use super::*;
-    use rooflab_kernels::softmax::{ROW_ITEMS, row_slot};
+    use rooflab_kernels::softmax::row_slot;
 
     #[test]
     fn auto_picks_by_row_length() {
-        assert_eq!(auto_choice(1), Variant::V04WarpPerRow);
-        assert_eq!(auto_choice(128), Variant::V04WarpPerRow);
-        assert_eq!(auto_choice(4096), Variant::V05RowInRegisters);
-        assert_eq!(auto_choice(16384), Variant::V05RowInRegisters);
-        assert_eq!(auto_choice(16385), Variant::V03Online);
+        for clusters in [true, false] {
+            assert_eq!(auto_choice(1, clusters), Variant::V06RowsPerWarp);
+            assert_eq!(auto_choice(128, clusters), Variant::V06RowsPerWarp);
+            assert_eq!(auto_choice(512, clusters), Variant::V06RowsPerWarp);
+            assert_eq!(auto_choice(513, clusters), Variant::V05RowInRegisters);
+            assert_eq!(auto_choice(4096, clusters), Variant::V05RowInRegisters);
+            assert_eq!(auto_choice(16384, clusters), Variant::V05RowInRegisters);
+            assert_eq!(auto_choice(262145, clusters), Variant::V03Online);
+        }
+        // Long rows: the cluster step on sm_90a, the online two-read step elsewhere.
+        for cols in [16385, 32768, 262144] {
+            assert_eq!(auto_choice(cols, true), Variant::V07ClusterRow);
+            assert_eq!(auto_choice(cols, false), Variant::V03Online);
+        }
+        // Whatever auto picks takes the row.
+        for cols in [1, 512, 513, 16384, 16385, 262144, 262145, 1 << 20] {
+            for clusters in [true, false] {
+                auto_choice(cols, clusters).check_cols(Dtype::F32, cols).unwrap();
+            }
+        }
+    }
+
+    /// Every element of a row in exactly one slot of one thread, for `b` threads of
+    /// `ROW_ITEMS` slots, in the layouts the kernels use for `cols` (vectors of `per16` only
+    /// when `cols` is a multiple of it).
+    fn covers_each_element_once(cols: u32, b: u32) {
+        for per16 in [1u32, 4, 8] {
+            if per16 > 1 && !cols.is_multiple_of(per16) {
+                continue; // the kernels use the scalar layout then
+            }
+            let mut seen = vec![0u8; cols as usize];
+            for t in 0..b {
+                for k in 0..ROW_ITEMS {
+                    if let Some(e) = row_slot(k, t, b, per16, cols) {
+                        seen[e as usize] += 1;
+                    }
+                }
+            }
+            assert!(seen.iter().all(|&s| s == 1), "cols={cols} b={b} per16={per16}");
+        }
     }
 
     #[test]
@@ -261,33 +410,115 @@ mod unit_tests {
         for cols in [1u32, 2, 31, 128, 768, 1000, 4096, 4097, 16384] {
             let b = row_threads(cols);
             assert!(b.is_multiple_of(32) && b <= 1024 && b * ROW_ITEMS >= cols);
-            for per16 in [1u32, 4, 8] {
-                if per16 > 1 && cols % per16 != 0 {
-                    continue; // the kernels use the scalar layout then
-                }
-                let mut seen = vec![0u8; cols as usize];
-                for t in 0..b {
-                    for k in 0..ROW_ITEMS {
-                        if let Some(e) = row_slot(k, t, b, per16, cols) {
-                            seen[e as usize] += 1;
-                        }
-                    }
-                }
-                assert!(seen.iter().all(|&s| s == 1), "cols={cols} per16={per16}");
-            }
+            covers_each_element_once(cols, b);
         }
     }
 
+    /// v06: a group of `warp_row_lanes(cols)` lanes holds the row (v05's layout with the group
+    /// for the block); groups tile a warp; the longest row takes the whole warp.
+    #[test]
+    fn rows_per_warp_layout_covers_each_element_once() {
+        let max = WARP_ROW_MAX_COLS;
+        assert_eq!(max, 32 * ROW_ITEMS);
+        let mut lengths = vec![1u32, 2, 3, 15, 16, 17, 31, 32, 33, 64, 127, 128, 129, 200];
+        lengths.extend([255, 256, 257, 384, 500, max - 1, max]);
+        for cols in lengths {
+            let g = warp_row_lanes(cols);
+            assert!(g.is_power_of_two() && g <= 32, "cols={cols}: {g} lanes");
+            assert!(g * ROW_ITEMS >= cols, "cols={cols}: {g} lanes too few");
+            assert!(g == 1 || (g / 2) * ROW_ITEMS < cols, "cols={cols}: {g} lanes, half do");
+            assert!(v06_rows_per_warp::BLOCK_THREADS.is_multiple_of(32));
+            covers_each_element_once(cols, g);
+        }
+        assert_eq!(warp_row_lanes(128), 8, "the bench's short rows: 4 rows a warp");
+        assert_eq!(warp_row_lanes(max), 32);
+        assert!(warp_row_lanes(max + 1) > 32, "past the max a warp is not enough");
+        let v = Variant::V06RowsPerWarp;
+        v.check_cols(Dtype::F32, max as usize).unwrap();
+        let e = v.check_cols(Dtype::Bf16, max as usize + 1).unwrap_err().to_string();
+        assert!(
+            e.contains(&v.name(Dtype::Bf16))
+                && e.contains(&format!("rows of {}", max + 1))
+                && e.contains(&max.to_string())
+                && e.contains("auto")
+                && e.contains(Variant::V05RowInRegisters.stem()),
+            "{e}"
+        );
+    }
+
+    /// v07: the 8 blocks' slices cover each element of a row once, every slice starts on a
+    /// 16-byte vector, the block and its shared memory fit the GPU at every length up to the
+    /// max (227 KiB is sm_90's most a block), and longer rows are refused.
+    #[test]
+    fn cluster_slices_cover_each_element_once() {
+        use v07_cluster_row::{CLUSTER, MAX_COLS, MAX_THREADS, block_threads, shared_bytes, slice};
+        const { assert!(CLUSTER <= 8, "portable cluster size") };
+        const { assert!(MAX_COLS >= 262144, "the issue's longest rows") };
+        let lengths = [1u32, 2, 7, 8, 31, 127, 128, 129, 4097, 16385, 32768, 65537];
+        for cols in lengths.into_iter().chain([MAX_COLS - 1, MAX_COLS]) {
+            for dt in Dtype::ALL {
+                let e = dt.size() as u32;
+                let per16 = 16 / e;
+                let mut seen = vec![0u8; cols as usize];
+                let mut next = 0;
+                for rank in 0..CLUSTER {
+                    let (start, len) = slice(rank, cols, e);
+                    assert!(start.is_multiple_of(per16), "cols={cols} rank={rank}");
+                    if len > 0 {
+                        assert_eq!(start, next, "slices in order, no gaps");
+                        next = start + len;
+                    }
+                    for j in start..start + len {
+                        seen[j as usize] += 1;
+                    }
+                }
+                assert!(seen.iter().all(|&s| s == 1), "cols={cols} {dt:?}");
+                let b = block_threads(cols, e);
+                assert!(b.is_multiple_of(32) && (32..=MAX_THREADS).contains(&b), "{cols}");
+                let (bs, shared) = Variant::V07ClusterRow.block_shape(dt, cols);
+                assert_eq!((bs, shared), (b, shared_bytes(cols, e)));
+                assert!(shared <= 227 * 1024, "cols={cols} {dt:?}: {shared} bytes");
+                let (_, len0) = slice(0, cols, e);
+                assert!(shared >= len0 * e, "the slice fits");
+            }
+        }
+        // The bench's shapes: 32768 f32 → 256 threads of 4 vectors, 16 KiB of slice;
+        // the max in f32 → 1024 threads, 128 KiB.
+        assert_eq!(block_threads(32768, 4), 256);
+        assert_eq!(block_threads(MAX_COLS, 4), 1024);
+        let v = Variant::V07ClusterRow;
+        v.check_cols(Dtype::Bf16, MAX_COLS as usize).unwrap();
+        let e = v.check_cols(Dtype::F32, MAX_COLS as usize + 1).unwrap_err().to_string();
+        assert!(
+            e.contains(&v.name(Dtype::F32))
+                && e.contains(&format!("rows of {}", MAX_COLS + 1))
+                && e.contains(&MAX_COLS.to_string())
+                && e.contains("auto")
+                && e.contains(Variant::V03Online.stem()),
+            "{e}"
+        );
+    }
 
     #[test]
     fn names_follow_the_stem() {
         for dt in Dtype::ALL {
             for v in LADDER {
                 assert_eq!(v.row_variant(dt), format!("{}_{}", v.stem(), dt.name()));
+                // In the sm_80 PTX, or (the cluster step) first in the sm_90a one.
+                let want = if v == Variant::V07ClusterRow {
+                    "sm_90a"
+                } else {
+                    "sm_80"
+                };
+                for k in v.kernels(dt) {
+                    assert_eq!(crate::ptx::first_arch_with(k.name()), Some(want), "{k}");
+                }
             }
         }
         let uses = Variant::V05RowInRegisters.kernel_uses(Dtype::F32, 4096);
         assert_eq!((uses[0].block_threads, uses[0].shared_bytes), (256, 128));
+        let uses = Variant::V06RowsPerWarp.kernel_uses(Dtype::Bf16, 128);
+        assert_eq!((uses[0].block_threads, uses[0].shared_bytes), (256, 0));
         assert_eq!(
             Variant::V01ThreeKernels.kernel_uses(Dtype::Bf16, 10).len(),
             3

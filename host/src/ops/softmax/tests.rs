@@ -2,9 +2,9 @@
 //! CPU reference at awkward shapes and inputs, and bad input), and the check the bench
 //! reuses.
 
-use rooflab_kernels::softmax::ROW_MAX_COLS;
+use rooflab_kernels::softmax::{WARP_ROW_MAX_COLS, v07_cluster_row};
 
-use super::launch::{LADDER, Variant, auto, softmax};
+use super::launch::{LADDER, Variant, auto, auto_choice, clusters_available, softmax};
 use super::reference::softmax_ref;
 use crate::check::{compare_f32, random_f32, rng};
 use crate::error::{Error, Result};
@@ -35,7 +35,13 @@ pub enum Pattern {
     Huge,
     /// Normal, with every 7th element -inf and row 1 (if any) entirely -inf.
     NegInf,
+    /// -inf except the last `cols / 16 + 1` elements of each row (Normal there): whole
+    /// lanes, threads and (v07) blocks of the cluster see only -inf, and the max arrives last.
+    Tail,
 }
+
+/// The patterns every variant is checked with.
+pub const PATTERNS: [Pattern; 4] = [Pattern::Normal, Pattern::Huge, Pattern::NegInf, Pattern::Tail];
 
 pub fn make_input(dt: Dtype, rows: usize, cols: usize, p: Pattern, seed: u64) -> Vec<f32> {
     let (lo, hi) = if p == Pattern::Huge {
@@ -54,10 +60,19 @@ pub fn make_input(dt: Dtype, rows: usize, cols: usize, p: Pattern, seed: u64) ->
             }
         }
     }
+    if p == Pattern::Tail {
+        let live = cols / 16 + 1;
+        for (i, v) in x.iter_mut().enumerate() {
+            if i % cols < cols - live {
+                *v = f32::NEG_INFINITY;
+            }
+        }
+    }
     x
 }
 
-/// One correctness check: fresh input, poisoned output, every element compared.
+/// One correctness check: fresh input, poisoned output, every element compared. `v: None`
+/// runs `auto`. Returns the variant that ran.
 pub fn check(
     gpu: &Gpu,
     v: Option<Variant>,
@@ -66,7 +81,7 @@ pub fn check(
     cols: usize,
     p: Pattern,
     seed: u64,
-) -> Result<()> {
+) -> Result<Variant> {
     let h = make_input(dt, rows, cols, p, seed);
     let x = Buf::upload(gpu, dt, &h)?;
     let mut y = Buf::alloc(gpu, dt, rows * cols)?;
@@ -88,11 +103,13 @@ pub fn check(
         if v.is_none() { "auto->" } else { "" },
         ran.name(dt)
     );
-    compare_f32(&what, &got, &want, rel, abs).map_err(Error::Mismatch)
+    compare_f32(&what, &got, &want, rel, abs).map_err(Error::Mismatch)?;
+    Ok(ran)
 }
 
-/// (rows, cols): lengths 1, 2, 31, a 768 hidden size, 4097, 16384 (the on-chip limit) and
-/// 131072 (past it: v05 is checked to refuse it instead).
+/// (rows, cols) every variant is checked at: lengths 1, 2, 31, 128, a 768 hidden size, 4097,
+/// 16384 (v05's limit) and 131072 (past it: v05 and v06 are checked to refuse long rows
+/// instead, in the bad-input test).
 pub const TEST_SHAPES: [(usize, usize); 8] = [
     (3, 1),
     (5, 2),
@@ -104,43 +121,98 @@ pub const TEST_SHAPES: [(usize, usize); 8] = [
     (2, 131072),
 ];
 
+/// v06's own lengths (beside `TEST_SHAPES`' 1, 2, 31, 128): around 128 (a vector short and a
+/// vector over, the scalar layout) and its longest row, `WARP_ROW_MAX_COLS`, a whole warp.
+pub const WARP_ROW_SHAPES: [(usize, usize); 4] = [
+    (1, 127),
+    (17, 128),
+    (3, 129),
+    (17, WARP_ROW_MAX_COLS as usize),
+];
+
+/// v07's own lengths (beside `TEST_SHAPES`): just past v05's limit and odd (scalar layout,
+/// a short last slice), 32768 (the bench's), an odd 65537, and its longest row (the same in
+/// f32 and bf16), few rows each.
+pub const CLUSTER_SHAPES: [(usize, usize); 4] = [
+    (17, 16385),
+    (3, 32768),
+    (1, 65537),
+    (3, v07_cluster_row::MAX_COLS as usize),
+];
+
+/// The shapes `v` is checked at: `TEST_SHAPES` up to its longest row, plus its own.
+pub fn shapes_of(v: Variant) -> Vec<(usize, usize)> {
+    let own: &[(usize, usize)] = match v {
+        Variant::V06RowsPerWarp => &WARP_ROW_SHAPES,
+        Variant::V07ClusterRow => &CLUSTER_SHAPES,
+        _ => &[],
+    };
+    let max = v.max_cols().map_or(usize::MAX, |m| m as usize);
+    TEST_SHAPES
+        .iter()
+        .chain(own)
+        .copied()
+        .filter(|&(_, cols)| cols <= max)
+        .collect()
+}
+
+/// The shapes `auto` is checked at: every variant's, and v06's limit plus one (v05's first).
+pub fn auto_shapes() -> Vec<(usize, usize)> {
+    let mut s: Vec<(usize, usize)> = TEST_SHAPES.to_vec();
+    s.extend(WARP_ROW_SHAPES);
+    s.push((3, WARP_ROW_MAX_COLS as usize + 1));
+    s.extend(CLUSTER_SHAPES);
+    s
+}
+
 /// The family's GPU tests: every variant and `auto` against the CPU reference, and bad
-/// input.
+/// input. v07's tests require its (sm_90a) kernels: elsewhere they are reported skipped.
 pub fn tests(seed: u64) -> Vec<GpuTest> {
     let mut t = Vec::new();
     for dt in Dtype::ALL {
         for v in LADDER {
-            t.push(GpuTest::new(
-                format!("{}_matches_cpu", v.name(dt)),
-                move |gpu| {
-                    for (i, &(rows, cols)) in
-                        crate::testing::matrices(&TEST_SHAPES).iter().enumerate()
-                    {
-                        if v == Variant::V05RowInRegisters && cols > ROW_MAX_COLS as usize {
-                            continue;
-                        }
-                        for p in [Pattern::Normal, Pattern::Huge, Pattern::NegInf] {
-                            check(gpu, Some(v), dt, rows, cols, p, seed + i as u64)?;
-                        }
+            let test = GpuTest::new(format!("{}_matches_cpu", v.name(dt)), move |gpu| {
+                for (i, &(rows, cols)) in crate::testing::matrices(&shapes_of(v)).iter().enumerate()
+                {
+                    for p in PATTERNS {
+                        check(gpu, Some(v), dt, rows, cols, p, seed + i as u64)?;
                     }
-                    Ok(())
-                },
-            ));
+                }
+                Ok(())
+            });
+            t.push(
+                v.kernels(dt)
+                    .into_iter()
+                    .fold(test, |test, k| test.requiring(k)),
+            );
         }
         t.push(GpuTest::new(
             format!("softmax_auto_{}_matches_cpu", dt.name()),
             move |gpu| {
-                for (i, &(rows, cols)) in crate::testing::matrices(&TEST_SHAPES).iter().enumerate()
+                let clusters = clusters_available(gpu)?;
+                for (i, &(rows, cols)) in crate::testing::matrices(&auto_shapes()).iter().enumerate()
                 {
-                    check(gpu, None, dt, rows, cols, Pattern::NegInf, seed + i as u64)?;
+                    let ran = check(gpu, None, dt, rows, cols, Pattern::NegInf, seed + i as u64)?;
+                    let want = auto_choice(cols, clusters);
+                    if ran != want {
+                        return Err(Error::Mismatch(format!(
+                            "auto ran {} for {rows}x{cols}, auto_choice says {}",
+                            ran.name(dt),
+                            want.name(dt)
+                        )));
+                    }
                 }
                 Ok(())
             },
         ));
     }
     t.push(GpuTest::new("softmax_all_neg_inf_row_gives_zeros", |gpu| {
+        let clusters = clusters_available(gpu)?;
         for dt in Dtype::ALL {
             for v in LADDER {
+                if v == Variant::V07ClusterRow && !clusters {
+                    continue; // refused as unavailable: the bad-input test checks that
+                }
                 let x = Buf::upload(gpu, dt, &[f32::NEG_INFINITY; 3 * 40])?;
                 let mut y = Buf::alloc(gpu, dt, 3 * 40)?;
                 y.poison(gpu)?;
@@ -182,20 +254,33 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
                 softmax(gpu, Variant::V01ThreeKernels, 3, 4, &x, &mut y, None),
                 &["RowStats"],
             )?;
-            let long = Buf::alloc(gpu, Dtype::F32, 20000)?;
-            let mut yl = Buf::alloc(gpu, Dtype::F32, 20000)?;
-            expect_error(
-                softmax(
-                    gpu,
-                    Variant::V05RowInRegisters,
-                    1,
-                    20000,
-                    &long,
-                    &mut yl,
-                    None,
-                ),
-                &["20000", "16384", "auto"],
-            )
+            // Rows past each on-chip step's limit, refused with the limit and the way out
+            // (before availability: the same message on every GPU).
+            let v05 = Variant::V05RowInRegisters;
+            let v06 = Variant::V06RowsPerWarp;
+            let v07 = Variant::V07ClusterRow;
+            let too_long = [
+                (v05, 20000, vec!["20000", "16384", "auto"]),
+                (v06, 513, vec!["513", "512", "auto", v05.stem()]),
+                (v07, 262145, vec!["262145", "262144", "auto", Variant::V03Online.stem()]),
+            ];
+            for (v, cols, needles) in too_long {
+                for dt in Dtype::ALL {
+                    let long = Buf::alloc(gpu, dt, cols)?;
+                    let mut yl = Buf::alloc(gpu, dt, cols)?;
+                    expect_error(softmax(gpu, v, 1, cols, &long, &mut yl, None), &needles)?;
+                }
+            }
+            // Off Hopper, v07 is unavailable (and `auto` does not pick it).
+            if !clusters_available(gpu)? {
+                let x = Buf::upload(gpu, Dtype::F32, &[1.0; 32768])?;
+                let mut y = Buf::alloc(gpu, Dtype::F32, 32768)?;
+                expect_error(
+                    softmax(gpu, v07, 1, 32768, &x, &mut y, None),
+                    &["unavailable", "sm_90a"],
+                )?;
+            }
+            Ok(())
         },
     ));
     t

@@ -1,0 +1,274 @@
+//! softmax/v07_cluster_row — long rows (sm_90a): a cluster of blocks holds one row on chip.
+//!
+//! Changed from v05: v05 holds a row in one block's registers, so rows past 16384 elements go
+//! to v03, which reads them twice (41% of the roof at 2048×32768 in f32). Here a thread-block
+//! cluster of `CLUSTER` = 8 blocks (`.reqnctapercluster 8`, a portable size) shares one row:
+//! block `rank` of the cluster owns the slice `slice(rank, cols, ..)` of it and copies it into
+//! its shared memory once, with 16-byte `cp.async`s (all in flight together, in `GROUPS`
+//! commit groups), folding the elements into a running (max m, sum of e^(x - m)) per thread
+//! as each group lands. The block reduces its threads' pairs, thread 0 puts the block's pair
+//! in shared memory, and the 8 blocks swap them through distributed shared memory: after a
+//! cluster barrier (`barrier.cluster.arrive.release` / `wait.acquire`: the pairs written
+//! before it are visible after it), lanes 0..7 of every warp read block l's pair (`mapa` +
+//! `ld.shared::cluster`) and the warp combines them with shuffles. Each block then
+//! normalizes its slice from shared memory into y. A second cluster barrier, arrived at right
+//! after the reads and waited on at the very end, keeps every block alive until the others
+//! have read its pair. Rows of up to `MAX_COLS` = 262144 elements in f32 and bf16
+//! (128 KiB of shared memory a block in f32); the host refuses longer rows (v03 takes any
+//! length) and reports the step unavailable on GPUs other than compute capability 9.0.
+//!
+//! Thread mapping: the cluster `blockIdx.x / 8` owns that row; block `rank` its slice; the
+//! slice's 16-byte vectors (elements, when the rows are not 16-byte aligned) go round-robin
+//! over the block's `block_threads(cols, ..)` threads (at least `MIN_VECTORS` vectors each, up
+//! to 1024 threads), and each thread reads back from shared memory only what it copied
+//! itself, so the copies need no block barrier.
+//!
+//! Memory traffic: the minimum, 1 read + 1 write; the slice crosses shared memory once in, and
+//! twice out (fold, normalize).
+//!
+//! Expected bound: DRAM; with one 128 KiB block per SM (262144 f32) the reductions and the
+//! cluster barrier are not hidden behind another block's loads, only behind other clusters'.
+
+/// Blocks per cluster: one row per cluster, split 8 ways (8 is the portable maximum).
+pub const CLUSTER: u32 = 8;
+/// Longest row: 8 blocks of 32768 f32 (128 KiB of shared memory each, 64 KiB in bf16).
+pub const MAX_COLS: u32 = 262144;
+/// Most threads a block.
+pub const MAX_THREADS: u32 = 1024;
+/// 16-byte vectors a thread copies at least (while the block is below `MAX_THREADS`): 64
+/// bytes in flight per thread.
+pub const MIN_VECTORS: u32 = 4;
+/// Commit groups a thread splits its copies into, folding one while the next ones land.
+pub const GROUPS: u32 = 4;
+/// Dynamic shared memory before the slice: 32 f32 for the block reductions, then the
+/// block's (max, sum) for its peers, padded to 16 bytes.
+pub const HEADER_BYTES: u32 = 32 * 4 + 16;
+/// Byte offset of the block's (max, sum) pair in dynamic shared memory.
+pub const PARTIAL_OFFSET: u32 = 32 * 4;
+
+/// Elements a block of the cluster owns for rows of `cols` (`elem_bytes` 4 or 2): a share of
+/// the row rounded up to whole 16-byte vectors, so every slice starts 16-byte aligned.
+pub const fn slice_cols(cols: u32, elem_bytes: u32) -> u32 {
+    let per16 = 16 / elem_bytes;
+    cols.div_ceil(CLUSTER).div_ceil(per16) * per16
+}
+
+/// `(start, len)` of the slice of a row of `cols` that block `rank` owns (the last slices may
+/// be short or empty).
+pub const fn slice(rank: u32, cols: u32, elem_bytes: u32) -> (u32, u32) {
+    let s = slice_cols(cols, elem_bytes);
+    let start = rank * s;
+    let len = if start >= cols {
+        0
+    } else if cols - start < s {
+        cols - start
+    } else {
+        s
+    };
+    (start, len)
+}
+
+/// Threads a block for rows of `cols`: `MIN_VECTORS` vectors of the slice each, whole warps,
+/// 32 to `MAX_THREADS`.
+pub const fn block_threads(cols: u32, elem_bytes: u32) -> u32 {
+    let vectors = slice_cols(cols, elem_bytes) / (16 / elem_bytes);
+    let t = vectors.div_ceil(MIN_VECTORS).div_ceil(32) * 32;
+    if t < 32 {
+        32
+    } else if t > MAX_THREADS {
+        MAX_THREADS
+    } else {
+        t
+    }
+}
+
+/// Dynamic shared memory a block for rows of `cols`: the header and the slice, as stored.
+pub const fn shared_bytes(cols: u32, elem_bytes: u32) -> u32 {
+    HEADER_BYTES + slice_cols(cols, elem_bytes) * elem_bytes
+}
+
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
+mod dev {
+    use super::{CLUSTER, GROUPS, HEADER_BYTES, PARTIAL_OFFSET, slice};
+    use crate::gpu::async_copy::{self, shared_addr};
+    use crate::gpu::bf16::{Storage, aligned16};
+    use crate::gpu::vector::F32x4;
+    use crate::gpu::{block, hopper, math, shared, smem, thread, warp};
+    use crate::softmax::device::{exp_sub, safe_inv, safe_max};
+
+    const _: () = assert!(GROUPS == 4, "the waits below are written for 4 groups");
+
+    /// A unit (one 16-byte vector, or one element in the scalar layout) of the slice in
+    /// shared memory, widened into `u[..n]`.
+    #[inline(always)]
+    unsafe fn read_unit<T: Storage, const VEC: bool>(data: *const T, j: u32, u: &mut [f32; 8]) {
+        // SAFETY: j is a unit of the slice, inside the block's dynamic shared memory.
+        unsafe {
+            if VEC {
+                T::unpack16(smem::load_u32x4(shared_addr(data) + 16 * j), u);
+            } else {
+                u[0] = T::load(data.add(j as usize));
+            }
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn body<T: Storage, const VEC: bool>(x: *const T, y: *mut T, cols: u32) {
+        let n = if VEC { T::PER16 } else { 1 };
+        let rank = hopper::cluster_ctarank();
+        let (start, len) = slice(rank, cols, 16 / T::PER16 as u32);
+        let units = len / n as u32;
+        let (t, b) = (thread::thread_idx_x(), thread::block_dim_x());
+        let off = (thread::block_idx_x() / CLUSTER) as usize * cols as usize + start as usize;
+        let base = shared::dynamic_shared_mem::<F32x4>() as *mut u8;
+        // SAFETY: (whole body) the host launches rows · CLUSTER blocks of `b` threads with
+        // `shared_bytes(cols, ..)` bytes, so the header and the slice fit; every unit j <
+        // units lies inside this block's slice of its row (x and y hold rows · cols); with
+        // VEC the rows are 16-byte aligned and slices start on a vector.
+        unsafe {
+            let scratch = base as *mut f32;
+            let partial = base.add(PARTIAL_OFFSET as usize) as *mut f32;
+            let data = base.add(HEADER_BYTES as usize) as *mut T;
+            let (xs, ys) = (x.add(off), y.add(off));
+            // Thread t's units are j = i·b + t; the i's split into GROUPS runs.
+            let per_group = units.div_ceil(b).div_ceil(GROUPS);
+            for g in 0..GROUPS {
+                let mut i = g * per_group;
+                while i < (g + 1) * per_group && i * b + t < units {
+                    let j = i * b + t;
+                    if VEC {
+                        let src = xs.add(j as usize * n).cast::<f32>();
+                        async_copy::copy_16_zfill(shared_addr(data) + 16 * j, src, 16);
+                    } else {
+                        // Unaligned rows: a plain element copy (cp.async has no 2-byte form).
+                        data.add(j as usize).write(xs.add(j as usize).read());
+                    }
+                    i += 1;
+                }
+                async_copy::commit_group();
+            }
+            // Fold each group as it lands: this thread reads only what it copied, so its own
+            // wait is enough (no block barrier).
+            let (mut m, mut s) = (f32::NEG_INFINITY, 0.0f32);
+            let mut fold = |g: u32| {
+                let mut i = g * per_group;
+                while i < (g + 1) * per_group && i * b + t < units {
+                    let mut u = [0.0f32; 8];
+                    read_unit::<T, VEC>(data, i * b + t, &mut u);
+                    let mut um = u[0];
+                    for k in 1..n {
+                        um = math::max(um, u[k]);
+                    }
+                    // One rescale per unit whose max is new, not one per element.
+                    if um > m {
+                        if s > 0.0 {
+                            s *= exp_sub(m, um);
+                        }
+                        m = um;
+                    }
+                    if m != f32::NEG_INFINITY {
+                        for k in 0..n {
+                            s += exp_sub(u[k], m);
+                        }
+                    }
+                    i += 1;
+                }
+            };
+            async_copy::wait_group::<3>();
+            fold(0);
+            async_copy::wait_group::<2>();
+            fold(1);
+            async_copy::wait_group::<1>();
+            fold(2);
+            async_copy::wait_group::<0>();
+            fold(3);
+
+            // The block's pair, then the cluster's.
+            let mb = block::max_f32(m, scratch);
+            let mine = if s > 0.0 { s * exp_sub(m, mb) } else { 0.0 };
+            let sb = block::sum_f32(mine, scratch);
+            if t == 0 {
+                partial.write_volatile(mb);
+                partial.add(1).write_volatile(sb);
+            }
+            // Barrier 1: every block's pair written (release) and visible (acquire); also
+            // every block of the cluster running before anyone reads a peer.
+            hopper::cluster_sync();
+            let lane = warp::lane_id();
+            let (mut pm, mut ps) = (f32::NEG_INFINITY, 0.0f32);
+            if lane < CLUSTER {
+                let peer = hopper::map_shared_rank(shared_addr(partial), lane);
+                [pm, ps] = hopper::load_shared_cluster_f32x2(peer);
+            }
+            // Barrier 2, arrive: this thread's reads of the peers are done (their values are
+            // in registers); the wait is at the end, before the block may exit.
+            hopper::cluster_arrive();
+            let mc = safe_max(warp::max_f32(pm));
+            // An empty or all -inf slice has ps = 0 (and pm = -inf): it adds nothing.
+            let term = if ps > 0.0 { ps * exp_sub(pm, mc) } else { 0.0 };
+            let inv = safe_inv(warp::sum_f32(term));
+
+            let mut i = 0;
+            while i * b + t < units {
+                let j = i * b + t;
+                let mut u = [0.0f32; 8];
+                read_unit::<T, VEC>(data, j, &mut u);
+                for k in 0..n {
+                    u[k] = exp_sub(u[k], mc) * inv;
+                }
+                if VEC {
+                    T::store16(ys.add(j as usize * n), &u);
+                } else {
+                    T::store(ys.add(j as usize), u[0]);
+                }
+                i += 1;
+            }
+            // No block leaves while a peer may still read its pair.
+            hopper::cluster_wait();
+        }
+    }
+
+    /// The kernel body: the vector layout when x, y and the rows are 16-byte aligned, the
+    /// element layout otherwise (uniform over the grid).
+    #[inline(always)]
+    pub unsafe fn run<T: Storage>(x: *const T, y: *mut T, cols: u32) {
+        // SAFETY: forwarded.
+        unsafe {
+            if aligned16(x) && aligned16(y) && cols.is_multiple_of(T::PER16 as u32) {
+                body::<T, true>(x, y, cols)
+            } else {
+                body::<T, false>(x, y, cols)
+            }
+        }
+    }
+}
+
+crate::kernel! {
+    /// Softmax of each row of x into y (f32), rows of up to 262144, a cluster of 8 blocks a
+    /// row. sm_90a only.
+    #[cfg(target_feature = "sm_90a")]
+    pub unsafe fn softmax_v07_cluster_row_f32(
+        x: *const f32,
+        y: *mut f32,
+        cols: u32,
+    ) {
+        crate::gpu::hopper::cluster_dims::<CLUSTER>();
+        // SAFETY: forwarded from the host wrapper's checks (cols <= MAX_COLS; grid = rows ·
+        // CLUSTER blocks of block_threads(cols, 4), shared_bytes(cols, 4) of shared memory).
+        unsafe { dev::run::<f32>(x, y, cols) }
+    }
+}
+
+crate::kernel! {
+    /// Softmax of each row of x into y (bf16), as the f32 entry. sm_90a only.
+    #[cfg(target_feature = "sm_90a")]
+    pub unsafe fn softmax_v07_cluster_row_bf16(
+        x: *const u16,
+        y: *mut u16,
+        cols: u32,
+    ) {
+        crate::gpu::hopper::cluster_dims::<CLUSTER>();
+        // SAFETY: as above, with 2-byte elements.
+        unsafe { dev::run::<u16>(x, y, cols) }
+    }
+}
