@@ -140,20 +140,16 @@ pub const CLUSTER_SHAPES: [(usize, usize); 4] = [
     (3, v07_cluster_row::MAX_COLS as usize),
 ];
 
-/// The shapes `v` is checked at: `TEST_SHAPES` up to its longest row, plus its own.
+/// The shapes `v` is checked at: `TEST_SHAPES` up to its longest row, plus its own (v07,
+/// which takes every length up to its max: `auto`'s, the short ones included).
 pub fn shapes_of(v: Variant) -> Vec<(usize, usize)> {
-    let own: &[(usize, usize)] = match v {
-        Variant::V06RowsPerWarp => &WARP_ROW_SHAPES,
-        Variant::V07ClusterRow => &CLUSTER_SHAPES,
-        _ => &[],
+    let all = match v {
+        Variant::V06RowsPerWarp => [&TEST_SHAPES[..], &WARP_ROW_SHAPES].concat(),
+        Variant::V07ClusterRow => auto_shapes(),
+        _ => TEST_SHAPES.to_vec(),
     };
     let max = v.max_cols().map_or(usize::MAX, |m| m as usize);
-    TEST_SHAPES
-        .iter()
-        .chain(own)
-        .copied()
-        .filter(|&(_, cols)| cols <= max)
-        .collect()
+    all.into_iter().filter(|&(_, cols)| cols <= max).collect()
 }
 
 /// The shapes `auto` is checked at: every variant's, and v06's limit plus one (v05's first).
@@ -289,6 +285,44 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
 #[cfg(test)]
 mod unit_tests {
     use super::*;
+
+    /// The lengths the GPU tests reach per step: v06 up to its max (refused past it), v07 from
+    /// 1 to its max (refused past it), `auto` at all of them and at v06's max + 1.
+    #[test]
+    fn every_step_is_checked_at_its_edges() {
+        let cols = |v: &[(usize, usize)]| v.iter().map(|s| s.1).collect::<Vec<_>>();
+        let v06 = cols(&shapes_of(Variant::V06RowsPerWarp));
+        for c in [1, 2, 31, 127, 128, 129, WARP_ROW_MAX_COLS as usize] {
+            assert!(v06.contains(&c), "v06 at {c}");
+        }
+        assert!(v06.iter().all(|&c| c <= WARP_ROW_MAX_COLS as usize));
+        let v07 = cols(&shapes_of(Variant::V07ClusterRow));
+        let max = v07_cluster_row::MAX_COLS as usize;
+        let short = [1, 2, 31, 127, 128, 129, 512, 513, 4097, 16384];
+        for c in short.into_iter().chain([16385, 32768, 65537, 131072, max]) {
+            assert!(v07.contains(&c), "v07 at {c}");
+        }
+        let auto = cols(&auto_shapes());
+        assert!(auto.contains(&(WARP_ROW_MAX_COLS as usize + 1)) && auto.contains(&max));
+        let rows: Vec<usize> = auto_shapes().iter().map(|s| s.0).collect();
+        assert!([1, 3, 17].iter().all(|r| rows.contains(r)));
+        // v05 keeps to its limit.
+        assert!(cols(&shapes_of(Variant::V05RowInRegisters)).iter().all(|&c| c <= 16384));
+    }
+
+    #[test]
+    fn tail_pattern_keeps_only_the_end_of_each_row() {
+        let (rows, cols) = (3, 40);
+        let x = make_input(Dtype::F32, rows, cols, Pattern::Tail, 1);
+        for r in 0..rows {
+            let row = &x[r * cols..(r + 1) * cols];
+            let live = cols / 16 + 1;
+            assert!(row[..cols - live].iter().all(|v| *v == f32::NEG_INFINITY));
+            assert!(row[cols - live..].iter().all(|v| v.is_finite()));
+        }
+        let one = make_input(Dtype::Bf16, 2, 1, Pattern::Tail, 1);
+        assert!(one.iter().all(|v| v.is_finite()), "a row of one stays finite");
+    }
 
     #[test]
     fn tolerance_at_4096() {
