@@ -20,7 +20,7 @@ use crate::util;
 pub const TEST_NAME: &str = "browser_renders_the_report_of_a_committed_run";
 
 /// The committed run the page is rendered from (the README's run).
-pub const SAMPLE_RUN: &str = "docs/runs/2026-12-03-h200-1058.json";
+pub const SAMPLE_RUN: &str = "docs/runs/2026-12-03-h200-1359.json";
 
 /// A browser to run: `$ROOFLAB_CHROMIUM`, else the first of the usual names on PATH.
 pub fn find() -> Option<PathBuf> {
