@@ -55,21 +55,8 @@ pub const fn smem_desc_sw128(addr: u32) -> u64 {
     enc(addr) | (enc(16) << 16) | (enc(SW128_ATOM_BYTES) << 32) | (1u64 << 62)
 }
 
-/// Writes the launch-bounds marker (see `host/build/linker.rs`): the entry gets
-/// `.maxntid THREADS, 1, 1` and `.minnctapersm BLOCKS`, as CUDA C++'s
-/// `__launch_bounds__(THREADS, BLOCKS)`. Call once at the top of a kernel body.
-#[inline(always)]
-pub fn launch_bounds<const THREADS: u32, const BLOCKS: u32>() {
-    // SAFETY: a PTX comment; emits no instruction.
-    unsafe {
-        asm!(
-            "// rooflab:launch_bounds {t} {b}",
-            t = const THREADS,
-            b = const BLOCKS,
-            options(nomem, nostack, preserves_flags)
-        )
-    };
-}
+/// The launch-bounds marker: any architecture's, defined in `gpu` and used here too.
+pub use super::launch_bounds;
 
 /// Writes the cluster marker (see `host/build/linker.rs`): the entry gets
 /// `.reqnctapercluster CTAS, 1, 1`, as CUDA C++'s `__cluster_dims__(CTAS, 1, 1)`; a plain

@@ -16,13 +16,29 @@ pub mod async_copy;
 pub mod bf16;
 /// Block-wide reductions (max, sum) through warp shuffles and 32 f32 of shared memory.
 pub mod block;
-/// Hopper-only (sm_90a): wgmma, TMA, mbarriers, setmaxnreg, launch bounds.
+/// Hopper-only (sm_90a): wgmma, TMA, mbarriers, setmaxnreg, clusters.
 #[cfg(target_feature = "sm_90a")]
 pub mod hopper;
 /// Tensor-core `mma.sync` (m16n8k16 bf16) and `ldmatrix` fragment loads (sm_80+).
 pub mod mma;
 /// Row tiles: a row held in registers, 16 slots a thread (one block per row).
 pub mod row;
+
+/// Writes the launch-bounds marker (see `host/build/linker.rs`): the entry gets
+/// `.maxntid THREADS, 1, 1` and `.minnctapersm BLOCKS`, as CUDA C++'s
+/// `__launch_bounds__(THREADS, BLOCKS)`. Call once at the top of a kernel body.
+#[inline(always)]
+pub fn launch_bounds<const THREADS: u32, const BLOCKS: u32>() {
+    // SAFETY: a PTX comment; emits no instruction.
+    unsafe {
+        asm!(
+            "// rooflab:launch_bounds {t} {b}",
+            t = const THREADS,
+            b = const BLOCKS,
+            options(nomem, nostack, preserves_flags)
+        )
+    };
+}
 
 /// Thread, block and grid indices (`%tid`, `%ctaid`, `%ntid`, `%nctaid`).
 pub mod thread {

@@ -9,6 +9,7 @@
 pub mod v01_two_pass;
 pub mod v02_fused_block;
 pub mod v03_fused_vectorized;
+pub mod v04_packed_row;
 
 /// `1 / sqrt(v)` (`rsqrt.approx.f32`, relative error ~2^-23 over the normal range).
 #[cfg(target_arch = "nvptx64")]

@@ -119,7 +119,7 @@ mod unit_tests {
     #[test]
     fn cases_cover_the_ladder() {
         let c = cases(true, None, 1);
-        assert_eq!(c.len(), 12);
+        assert_eq!(c.len(), 4 * LADDER.len());
         for k in Kind::ALL {
             for dt in Dtype::ALL {
                 for v in LADDER {

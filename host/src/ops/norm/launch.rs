@@ -3,7 +3,7 @@
 //! the safe wrapper.
 
 use rooflab_kernels::norm::v03_fused_vectorized::{ROW_MAX_COLS, row_threads};
-use rooflab_kernels::norm::{v01_two_pass, v02_fused_block, v03_fused_vectorized};
+use rooflab_kernels::norm::{v01_two_pass, v02_fused_block, v03_fused_vectorized, v04_packed_row};
 
 use crate::bench::KernelUse;
 use crate::error::{Error, Result};
@@ -37,12 +37,14 @@ pub enum Variant {
     V01TwoPass,
     V02FusedBlock,
     V03FusedVectorized,
+    V04PackedRow,
 }
 
-pub const LADDER: [Variant; 3] = [
+pub const LADDER: [Variant; 4] = [
     Variant::V01TwoPass,
     Variant::V02FusedBlock,
     Variant::V03FusedVectorized,
+    Variant::V04PackedRow,
 ];
 
 /// A fused entry: `(x, w, bias, y, cols, eps)`.
@@ -64,6 +66,7 @@ pub struct Entries<T: 'static> {
     )>,
     pub v02: Fused<T>,
     pub v03: Fused<T>,
+    pub v04: Fused<T>,
 }
 
 impl<T> Entries<T> {
@@ -73,6 +76,7 @@ impl<T> Entries<T> {
             Variant::V01TwoPass => vec![self.v01_stats.id(), self.v01_apply.id()],
             Variant::V02FusedBlock => vec![self.v02.id()],
             Variant::V03FusedVectorized => vec![self.v03.id()],
+            Variant::V04PackedRow => vec![self.v04.id()],
         }
     }
 }
@@ -95,12 +99,14 @@ impl NormElem for f32 {
         v01_apply: v01_two_pass::norm_v01_two_pass_apply_layernorm_f32,
         v02: v02_fused_block::norm_v02_fused_block_layernorm_f32,
         v03: v03_fused_vectorized::norm_v03_fused_vectorized_layernorm_f32,
+        v04: v04_packed_row::norm_v04_packed_row_layernorm_f32,
     };
     const RMSNORM: Entries<f32> = Entries {
         v01_stats: v01_two_pass::norm_v01_two_pass_stats_rmsnorm_f32,
         v01_apply: v01_two_pass::norm_v01_two_pass_apply_rmsnorm_f32,
         v02: v02_fused_block::norm_v02_fused_block_rmsnorm_f32,
         v03: v03_fused_vectorized::norm_v03_fused_vectorized_rmsnorm_f32,
+        v04: v04_packed_row::norm_v04_packed_row_rmsnorm_f32,
     };
 }
 
@@ -110,16 +116,23 @@ impl NormElem for u16 {
         v01_apply: v01_two_pass::norm_v01_two_pass_apply_layernorm_bf16,
         v02: v02_fused_block::norm_v02_fused_block_layernorm_bf16,
         v03: v03_fused_vectorized::norm_v03_fused_vectorized_layernorm_bf16,
+        v04: v04_packed_row::norm_v04_packed_row_layernorm_bf16,
     };
     const RMSNORM: Entries<u16> = Entries {
         v01_stats: v01_two_pass::norm_v01_two_pass_stats_rmsnorm_bf16,
         v01_apply: v01_two_pass::norm_v01_two_pass_apply_rmsnorm_bf16,
         v02: v02_fused_block::norm_v02_fused_block_rmsnorm_bf16,
         v03: v03_fused_vectorized::norm_v03_fused_vectorized_rmsnorm_bf16,
+        v04: v04_packed_row::norm_v04_packed_row_rmsnorm_bf16,
     };
 }
 
 impl Variant {
+    /// Whether the variant holds its row on chip (rows of at most `ROW_MAX_COLS`).
+    pub fn holds_row(self) -> bool {
+        matches!(self, Variant::V03FusedVectorized | Variant::V04PackedRow)
+    }
+
     /// The variant file's stem, e.g. `v02_fused_block`: where its kernels are defined.
     pub fn stem(self) -> &'static str {
         self.kernels(Kind::LayerNorm, Dtype::F32)[0].stem()
@@ -154,6 +167,7 @@ impl Variant {
                 v02_fused_block::SHARED_BYTES,
             ),
             Variant::V03FusedVectorized => (row_threads(cols), v03_fused_vectorized::SHARED_BYTES),
+            Variant::V04PackedRow => (row_threads(cols), v04_packed_row::SHARED_BYTES),
         }
     }
 
@@ -204,7 +218,7 @@ pub fn norm(
             what: format!("eps = {} must be finite and >= 0", a.eps),
         });
     }
-    if v == Variant::V03FusedVectorized && cols > ROW_MAX_COLS as usize {
+    if v.holds_row() && cols > ROW_MAX_COLS as usize {
         return Err(Error::Shape {
             op,
             what: format!(
@@ -270,6 +284,7 @@ fn launch<T: NormElem>(
             }
             Variant::V02FusedBlock => gpu.launch(e.v02, cfg, (x, w, bias, yv, c, eps)),
             Variant::V03FusedVectorized => gpu.launch(e.v03, cfg, (x, w, bias, yv, c, eps)),
+            Variant::V04PackedRow => gpu.launch(e.v04, cfg, (x, w, bias, yv, c, eps)),
         }
     }
 }

@@ -130,7 +130,7 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
                         for (i, &(rows, cols)) in
                             crate::testing::matrices(&TEST_SHAPES).iter().enumerate()
                         {
-                            if v == Variant::V03FusedVectorized && cols > ROW_MAX_COLS as usize {
+                            if v.holds_row() && cols > ROW_MAX_COLS as usize {
                                 continue;
                             }
                             for large_mean in [false, true] {
