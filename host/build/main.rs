@@ -7,12 +7,15 @@
 //!     executable, re-invoked with `ROOFLAB_PTX_LINKER=1`, links it with `llvm-link`,
 //!     internalizes everything but the exported kernels, optimizes with `opt` and writes PTX
 //!     with `llc` (all three from the `llvm-tools` component);
-//!  3. copies `sm_XX.ptx` into `OUT_DIR`, where `host/src/ptx.rs` embeds them.
+//!  3. copies `sm_XX.ptx` into `OUT_DIR`, where `host/src/ptx.rs` embeds them;
+//!  4. compiles the CUDA C++ twins (`host/twins/*.cu`) with NVRTC for the same architectures
+//!     and checks each against its Rust entry (`twins.rs`).
 //!
 //! Why not cuda_builder itself: see docs/toolchain.md (it needs LLVM 7 and CUDA 11's
 //! libNVVM, neither of which can be had here).
 
 mod linker;
+mod twins;
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -144,7 +147,10 @@ fn build_ptx() -> Result<(), String> {
         format!("&[{}]", list.join("\n")),
     )
     .map_err(|e| e.to_string())?;
-    Ok(())
+    let shown = workspace.join("target").join("ptx");
+    twins::build(&manifest_dir, &out_dir, &shown, &arches, |arch| {
+        std::fs::read_to_string(out_dir.join(format!("{arch}.ptx"))).map_err(|e| e.to_string())
+    })
 }
 
 /// Refuse PTX that would only fail at load time: no kernel entries, or calls left to

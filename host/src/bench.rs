@@ -132,6 +132,10 @@ pub(crate) fn run_case_row(case: &Case) -> Row {
         compiled_peer_median_us: None,
         pct_of_compiled_peer: None,
         compiled_peer_compile_s: None,
+        twin: None,
+        twin_median_us: None,
+        rust_vs_twin: None,
+        twin_error: None,
         reps: None,
         wall_s: None,
     }
@@ -158,7 +162,7 @@ pub fn run_case(gpu: &Gpu, case: &Case, reps: Reps) -> (Row, Option<Error>) {
             }
         }
     }
-    let result = (|| -> Result<Stats> {
+    let result = (|| -> Result<(Stats, Box<dyn Workload>)> {
         let mut w = (case.prepare)(gpu)?;
         w.check(gpu)?;
         // With a peer, both are timed alternately (`time_paired`): the same clock history
@@ -170,7 +174,7 @@ pub fn run_case(gpu: &Gpu, case: &Case, reps: Reps) -> (Row, Option<Error>) {
                 time_launches(gpu, reps, |i| w.launch(gpu, i))?
             }
             Peer::Available(name) => {
-                let w = std::cell::RefCell::new(w);
+                let w = std::cell::RefCell::new(&mut w);
                 let (ours, theirs) = time_paired(
                     gpu,
                     reps,
@@ -182,8 +186,15 @@ pub fn run_case(gpu: &Gpu, case: &Case, reps: Reps) -> (Row, Option<Error>) {
                 ours
             }
         };
-        Ok(Stats::from_samples(samples))
+        Ok((Stats::from_samples(samples), w))
     })();
+    let (result, twin_err) = match result {
+        Ok((s, mut w)) => {
+            let twin_err = run_twin(gpu, case, reps, &mut *w, &mut row);
+            (Ok(s), twin_err)
+        }
+        Err(e) => (Err(e), None),
+    };
     match result {
         Ok(s) => {
             row.pct_of_peer = row.peer_median_us.map(|p| 100.0 * p / s.median_us);
@@ -196,7 +207,7 @@ pub fn run_case(gpu: &Gpu, case: &Case, reps: Reps) -> (Row, Option<Error>) {
             row.wall_s = Some(started.elapsed().as_secs_f64());
             row.gbps = Some(case.cost.min_bytes.gbps(s.median_us));
             row.tflops = Some(case.cost.flops.tflops(s.median_us));
-            (row, None)
+            (row, twin_err)
         }
         Err(e) => {
             row.error = Some(e.to_string());
@@ -204,6 +215,57 @@ pub fn run_case(gpu: &Gpu, case: &Case, reps: Reps) -> (Row, Option<Error>) {
         }
     }
 }
+
+/// The CUDA C++ twin of a twinned step (`host/twins`, `rooflab_kernels::twins`): the same
+/// workload, checked against the same CPU reference with every launch sent to the twin
+/// (`Gpu::as_twin`), then timed alternating with the Rust kernel so both see the same clock
+/// history. Fills the row's twin columns; returns the error of a twin that failed its check
+/// (the bench counts it as a failure) or of a fault that killed the context.
+fn run_twin(
+    gpu: &Gpu,
+    case: &Case,
+    reps: Reps,
+    w: &mut dyn Workload,
+    row: &mut Row,
+) -> Option<Error> {
+    let ids: Vec<_> = case.kernels.iter().map(|k| k.kernel).collect();
+    if !ids.iter().any(|&k| rooflab_kernels::twins::twinned(k)) {
+        return None;
+    }
+    if let Err(why) = gpu.twins_available(&ids) {
+        row.twin = Some(why);
+        return None;
+    }
+    row.twin = Some(TWIN_NAME.into());
+    if let Err(e) = gpu.as_twin(|| w.check(gpu)) {
+        row.twin_error = Some(e.to_string());
+        return Some(e);
+    }
+    let w = std::cell::RefCell::new(w);
+    match time_paired(
+        gpu,
+        reps,
+        |i| w.borrow_mut().launch(gpu, i),
+        |i| gpu.as_twin(|| w.borrow_mut().launch(gpu, i)),
+    ) {
+        Ok((ours, theirs)) => {
+            let (ours, theirs) = (
+                Stats::from_samples(ours).median_us,
+                Stats::from_samples(theirs).median_us,
+            );
+            row.twin_median_us = Some(theirs);
+            row.rust_vs_twin = Some(ours / theirs);
+            None
+        }
+        Err(e) => {
+            row.twin_error = Some(e.to_string());
+            Some(e)
+        }
+    }
+}
+
+/// What the twin column calls the twins.
+pub const TWIN_NAME: &str = "CUDA C++ twin (NVRTC)";
 
 /// A row for a case that was not run (no GPU): cost and accounting only.
 pub fn unmeasured_row(case: &Case) -> Row {

@@ -11,6 +11,7 @@
 //!   figure of the run, so that prose quotes the run too: KEY is
 //!   `row;FAMILY/VARIANT;SHAPE;FIELD;DECIMALS` (FIELD: median_us, tflops, gbps, tbps,
 //!   pct_of_roof, pct_of_peer, peer_tflops, pct_of_compiled_peer, peer_gbps, compiled_peer_gbps,
+//!   rust_vs_twin, twin_median_us,
 //!   spread_pct, speedup_vs_v01) or
 //!   `ceiling;RESOURCE;FIELD;DECIMALS` (FIELD: value, value_k = value / 1000, pct_of_vendor).
 //!   The first row with that name and shape is taken (a ladder's row before a sweep row of
@@ -100,17 +101,26 @@ pub fn family_table(rows: &[Row], family: &str) -> String {
     }
     // The compiled peer's column only where a row of the family has one (`--peer torch`).
     let compiled = mine.iter().any(|r| r.compiled_peer.is_some());
+    // The CUDA C++ twin's column only where a row of the family is twinned.
+    let twins = mine.iter().any(|r| r.twin.is_some());
     let mut s = String::new();
     s.push_str(
         "| variant | shape | AI F/B | bound | floor µs | model floor µs | median µs | spread % | GB/s | TFLOP/s | % of roof | vs v01 | model vs v01 | regs | % of peer |",
     );
-    s.push_str(if compiled {
-        " % of torch.compile |\n"
-    } else {
-        "\n"
-    });
-    s.push_str("|---|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
-    s.push_str(if compiled { "--:|\n" } else { "\n" });
+    if compiled {
+        s.push_str(" % of torch.compile |");
+    }
+    if twins {
+        s.push_str(" Rust / C++ time |");
+    }
+    s.push_str("\n|---|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+    if compiled {
+        s.push_str("--:|");
+    }
+    if twins {
+        s.push_str("--:|");
+    }
+    s.push('\n');
     for r in mine {
         let shape = if r.note.is_empty() {
             r.shape.clone()
@@ -146,6 +156,9 @@ pub fn family_table(rows: &[Row], family: &str) -> String {
         );
         if compiled {
             let _ = write!(s, " {} |", opt(r.pct_of_compiled_peer, 1));
+        }
+        if twins {
+            let _ = write!(s, " {} |", cell(&crate::report::twin_cell(r)));
         }
         s.push('\n');
     }
@@ -198,10 +211,52 @@ pub fn ceilings_table(report: &Report) -> String {
     s
 }
 
+/// The marker name of the Rust-vs-CUDA-C++ table (every twinned row of the run).
+pub const TWINS_TABLE: &str = "twins";
+
+/// Every row with a CUDA C++ twin: both medians from the paired timing's Rust/C++ ratio,
+/// and whether Rust is within 3% either way.
+pub fn twins_table(rows: &[Row]) -> String {
+    let mine: Vec<&Row> = rows.iter().filter(|r| r.twin.is_some()).collect();
+    if mine.is_empty() {
+        return "_No row of this run has a CUDA C++ twin._\n".into();
+    }
+    let mut s = String::from(
+        "| row | shape | Rust µs | C++ µs | Rust / C++ time | within 3% |\n|---|---|--:|--:|--:|---|\n",
+    );
+    for r in mine {
+        let shape = if r.note.is_empty() {
+            r.shape.clone()
+        } else {
+            format!("{} {}", r.shape, r.note)
+        };
+        let verdict = match (&r.twin_error, r.rust_vs_twin) {
+            (Some(e), _) => format!("C++ twin FAILED: {e}"),
+            (None, Some(v)) if (v - 1.0).abs() <= 0.03 => "yes".into(),
+            (None, Some(v)) if v > 1.0 => "no: Rust slower".into(),
+            (None, Some(_)) => "no: Rust faster".into(),
+            (None, None) => r.twin.clone().unwrap_or_default(),
+        };
+        let _ = writeln!(
+            s,
+            "| `{}` | {} | {} | {} | {} | {} |",
+            r.name,
+            cell(&shape),
+            opt(r.median_us, 1),
+            opt(r.twin_median_us, 1),
+            opt(r.rust_vs_twin, 3),
+            cell(&verdict),
+        );
+    }
+    s
+}
+
 /// The table a marker names, with its stamp.
 fn marker_body(report: &Report, name: &str) -> String {
     let table = if name == "ceilings" {
         ceilings_table(report)
+    } else if name == TWINS_TABLE {
+        twins_table(&report.rows)
     } else {
         family_table(&report.rows, name)
     };
@@ -231,7 +286,11 @@ pub fn fill_markers(text: &str, report: &Report) -> Result<String> {
         let _ = write!(out, "{MARK_OPEN}{name} -->");
         // A family this run did not measure keeps what an earlier run wrote there, so a
         // guide can be filled from several runs, each table stamped with its own.
-        let absent = name != "ceilings" && !report.rows.iter().any(|r| r.family == name);
+        let absent = match name {
+            "ceilings" => false,
+            TWINS_TABLE => !report.rows.iter().any(|r| r.twin.is_some()),
+            _ => !report.rows.iter().any(|r| r.family == name),
+        };
         if absent {
             out.push_str(&body_start[..close]);
         } else {
@@ -299,6 +358,8 @@ fn value_of(report: &Report, key: &str) -> Result<Option<String>> {
                 "spread_pct" => r.spread_pct,
                 "peer_tflops" => r.peer_median_us.map(|p| r.flops as f64 / (p * 1e6)),
                 "pct_of_compiled_peer" => r.pct_of_compiled_peer,
+                "rust_vs_twin" => r.rust_vs_twin,
+                "twin_median_us" => r.twin_median_us,
                 // The peers' effective bandwidth, by the row's own minimum bytes.
                 "peer_gbps" => r.peer_median_us.map(|p| r.min_bytes as f64 / (p * 1e3)),
                 "compiled_peer_gbps" => r

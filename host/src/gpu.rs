@@ -104,6 +104,13 @@ pub struct Gpu {
     pub(crate) tensor_maps: RefCell<HashMap<[u64; 5], DeviceArray<u64>>>,
     /// `max_active_clusters` answers, per kernel.
     active_clusters: RefCell<HashMap<KernelId, u32>>,
+    /// The CUDA C++ twins' module (`ptx::TWINS`), loaded on first use and leaked like
+    /// `module`; `Err` says why there is none.
+    twins: std::cell::OnceCell<std::result::Result<&'static Module, String>>,
+    /// Twin functions, by the Rust kernel they are the twin of.
+    twin_functions: RefCell<HashMap<KernelId, Function<'static>>>,
+    /// While set (`as_twin`), every launch runs the kernel's CUDA C++ twin instead.
+    twin_mode: std::cell::Cell<bool>,
     _context: Context,
 }
 
@@ -213,6 +220,9 @@ impl Gpu {
             last_kernel: std::cell::Cell::new(None),
             tensor_maps: RefCell::new(HashMap::new()),
             active_clusters: RefCell::new(HashMap::new()),
+            twins: std::cell::OnceCell::new(),
+            twin_functions: RefCell::new(HashMap::new()),
+            twin_mode: std::cell::Cell::new(false),
             _context: context,
         })
     }
@@ -373,6 +383,59 @@ impl Gpu {
         }))
     }
 
+    /// The twins' module, loaded on first use (`Err`: why there is none).
+    fn twin_module(&self) -> std::result::Result<&'static Module, String> {
+        self.twins
+            .get_or_init(|| {
+                let text = ptx::twins_for(self.info.ptx_arch)?;
+                load_module(self.info.ptx_arch, text, self.info.driver_cuda_version)
+                    .map(|m| &*Box::leak(Box::new(m)))
+                    .map_err(|e| format!("the CUDA C++ twins' PTX did not load: {e}"))
+            })
+            .clone()
+    }
+
+    /// `Ok` when every kernel in `kernels` has a CUDA C++ twin this GPU can run; otherwise
+    /// why not (no twins built, none for this kernel, the module did not load).
+    pub fn twins_available(&self, kernels: &[KernelId]) -> std::result::Result<(), String> {
+        if kernels.is_empty() {
+            return Err("no kernel".into());
+        }
+        let text = ptx::twins_for(self.info.ptx_arch)?;
+        if let Some(k) = kernels.iter().find(|k| !ptx::has_twin(text, k.name())) {
+            return Err(format!("no CUDA C++ twin of `{}`", k.name()));
+        }
+        self.twin_module().map(|_| ())
+    }
+
+    /// Runs `f` with every launch going to the launched kernel's CUDA C++ twin (same
+    /// arguments, same launch geometry): how the bench and the tests run the twins through
+    /// the same host code as the Rust kernels. A kernel without a twin fails its launch.
+    pub fn as_twin<R>(&self, f: impl FnOnce() -> R) -> R {
+        struct Reset<'a>(&'a std::cell::Cell<bool>, bool);
+        impl Drop for Reset<'_> {
+            fn drop(&mut self) {
+                self.0.set(self.1);
+            }
+        }
+        let _reset = Reset(&self.twin_mode, self.twin_mode.replace(true));
+        f()
+    }
+
+    /// The twin of `kernel`, looked up on first use.
+    fn twin_function(&self, kernel: KernelId) -> Result<std::cell::Ref<'_, Function<'static>>> {
+        if !self.twin_functions.borrow().contains_key(&kernel) {
+            let module = self.twin_module().map_err(Error::Other)?;
+            let f = module
+                .get_function(ptx::twin_name(kernel.name()))
+                .map_err(|_| Error::MissingKernel(ptx::twin_name(kernel.name())))?;
+            self.twin_functions.borrow_mut().insert(kernel, f);
+        }
+        Ok(std::cell::Ref::map(self.twin_functions.borrow(), |m| {
+            &m[&kernel]
+        }))
+    }
+
     /// Above 48 KiB a kernel must opt in to more dynamic shared memory (per function).
     fn opt_in_shared(&self, id: KernelId, func: &Function<'static>, bytes: u32) -> Result<()> {
         if bytes <= 48 * 1024 {
@@ -434,7 +497,11 @@ impl Gpu {
         args: A,
     ) -> Result<()> {
         let id = kernel.id();
-        let func = self.function(id)?;
+        let func = if self.twin_mode.get() {
+            self.twin_function(id)?
+        } else {
+            self.function(id)?
+        };
         self.opt_in_shared(id, &func, cfg.shared_bytes)?;
         self.last_kernel.set(Some(id));
         let r = args.with_params(|params| {
@@ -558,7 +625,12 @@ impl Drop for Gpu {
     fn drop(&mut self) {
         let _ = self.stream.synchronize();
         self.functions.get_mut().clear();
+        self.twin_functions.get_mut().clear();
         self.tensor_maps.get_mut().clear();
+        if let Some(Ok(twins)) = self.twins.take() {
+            // SAFETY: leaked from a Box in `twin_module`; its functions are gone.
+            drop(unsafe { Box::from_raw(twins as *const Module as *mut Module) });
+        }
         // SAFETY: `module` was leaked from a Box in `with_ordinal`, and the only borrows of
         // it (the cached functions) are gone; the context (dropped after this) outlives it.
         drop(unsafe { Box::from_raw(self.module as *const Module as *mut Module) });

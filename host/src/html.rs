@@ -296,9 +296,14 @@ fn ladder_table(rows: &[Row], family: &str, measured: bool, compared: bool) -> S
     let compiled = rows
         .iter()
         .any(|r| r.family == family && r.compiled_peer.is_some());
-    let span = if compiled { 12 } else { 10 };
+    // The CUDA C++ twin's column only where a row of the family is twinned.
+    let twins = rows.iter().any(|r| r.family == family && r.twin.is_some());
+    let span = 10 + if compiled { 2 } else { 0 } + if twins { 1 } else { 0 };
     if compiled {
         s.push_str("<th>compiled peer</th><th>% of compiled</th>");
+    }
+    if twins {
+        s.push_str("<th title=\"Rust time / CUDA C++ twin time\">vs C++</th>");
     }
     if compared {
         s.push_str("<th>change %</th>");
@@ -364,6 +369,14 @@ fn ladder_table(rows: &[Row], family: &str, measured: bool, compared: bool) -> S
                     "<td>{}</td><td class=\"num\">{}</td>",
                     esc(r.compiled_peer.as_deref().unwrap_or("-")),
                     num(r.pct_of_compiled_peer, 1),
+                );
+            }
+            if twins {
+                let _ = write!(
+                    s,
+                    "<td class=\"num\" title=\"{}\">{}</td>",
+                    esc(r.twin_error.as_deref().or(r.twin.as_deref()).unwrap_or("")),
+                    esc(&crate::report::twin_cell(r)),
                 );
             }
         }

@@ -84,6 +84,33 @@ pub fn format_cuda_version(v: i32) -> String {
 #[allow(dead_code)]
 mod build_linker;
 
+/// The CUDA C++ twins' PTX (`host/twins/*.cu`, compiled by `host/build/twins.rs` with NVRTC
+/// for the same architectures), and why there is none when the build could not make it.
+pub const TWINS: (&[(&str, &str)], Option<&str>) =
+    include!(concat!(env!("OUT_DIR"), "/twins_list.rs"));
+
+/// The twins' PTX for `arch` (the arch the Rust PTX was chosen for), or why there is none.
+pub fn twins_for(arch: &str) -> Result<&'static str, String> {
+    match TWINS {
+        (_, Some(why)) => Err(format!("CUDA C++ twins {why}")),
+        (list, None) => list
+            .iter()
+            .find(|(a, _)| *a == arch)
+            .map(|(_, p)| *p)
+            .ok_or_else(|| format!("no CUDA C++ twins built for {arch}")),
+    }
+}
+
+/// The name of the twin of the Rust entry `name` (`cuda_` + name).
+pub fn twin_name(name: &str) -> String {
+    format!("cuda_{name}")
+}
+
+/// Whether the twins' PTX has a twin of the Rust entry `name`.
+pub fn has_twin(twin_ptx: &str, name: &str) -> bool {
+    twin_ptx.contains(&format!(".entry {}(", twin_name(name)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -74,6 +74,20 @@ pub struct Row {
     /// Seconds the compiled peer's first call took (compilation): reported, never timed.
     #[serde(default)]
     pub compiled_peer_compile_s: Option<f64>,
+    /// The CUDA C++ twin of the row's kernels (`host/twins`, the same algorithm compiled by
+    /// NVRTC), or why it has no figure; set only for twinned steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub twin: Option<String>,
+    /// The twin's median, from a timing that alternates it with the Rust kernel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub twin_median_us: Option<f64>,
+    /// Rust time / C++ time from that same paired timing (1.00: the same; above 1: Rust is
+    /// slower).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rust_vs_twin: Option<f64>,
+    /// The twin's output failed the check (a failure of the run, not of the Rust row).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub twin_error: Option<String>,
     /// Timed launches behind the median (fewer than asked for long kernels: TIME_BUDGET_US).
     #[serde(default)]
     pub reps: Option<usize>,
@@ -176,6 +190,8 @@ pub fn table(rows: &[Row], measured: bool, compared: bool) -> comfy_table::Table
     let mut header = vec!["family/variant", "shape", "AI F/B", "bound", "floor µs"];
     // The compiled peer's column only when some row has one (`--peer torch`).
     let compiled = rows.iter().any(|r| r.compiled_peer.is_some());
+    // The CUDA C++ twins' column only when some row is twinned.
+    let twins = rows.iter().any(|r| r.twin.is_some());
     if measured {
         header.extend([
             "median µs",
@@ -190,6 +206,9 @@ pub fn table(rows: &[Row], measured: bool, compared: bool) -> comfy_table::Table
         ]);
         if compiled {
             header.push("% compiled");
+        }
+        if twins {
+            header.push("vs C++");
         }
         if compared {
             header.push("vs old");
@@ -234,6 +253,9 @@ pub fn table(rows: &[Row], measured: bool, compared: bool) -> comfy_table::Table
             ]);
             if compiled {
                 cells.push(f(r.pct_of_compiled_peer, 1));
+            }
+            if twins {
+                cells.push(twin_cell(r));
             }
             if compared {
                 cells.push(match r.change_pct {
@@ -334,6 +356,10 @@ struct CsvRow<'a> {
     compiled_peer_median_us: Option<f64>,
     pct_of_compiled_peer: Option<f64>,
     compiled_peer_compile_s: Option<f64>,
+    twin: Option<&'a str>,
+    twin_median_us: Option<f64>,
+    rust_vs_twin: Option<f64>,
+    twin_error: Option<&'a str>,
     registers: Option<u32>,
     spill_bytes: Option<u32>,
     old_median_us: Option<f64>,
@@ -376,6 +402,10 @@ impl<'a> From<&'a Row> for CsvRow<'a> {
             compiled_peer_median_us: r.compiled_peer_median_us,
             pct_of_compiled_peer: r.pct_of_compiled_peer,
             compiled_peer_compile_s: r.compiled_peer_compile_s,
+            twin: r.twin.as_deref(),
+            twin_median_us: r.twin_median_us,
+            rust_vs_twin: r.rust_vs_twin,
+            twin_error: r.twin_error.as_deref(),
             registers: r.registers,
             spill_bytes: r.spill_bytes,
             old_median_us: r.old_median_us,
@@ -386,6 +416,16 @@ impl<'a> From<&'a Row> for CsvRow<'a> {
             correct: r.correct,
             error: r.error.as_deref(),
         }
+    }
+}
+
+/// The "vs C++" cell: Rust time / C++ time ("1.01x"), "WRONG" when the twin failed its
+/// check, "-" when the row has no twin figure.
+pub fn twin_cell(r: &Row) -> String {
+    match (&r.twin_error, r.rust_vs_twin) {
+        (Some(_), _) => "C++ WRONG".into(),
+        (None, Some(v)) => format!("{v:.3}x"),
+        (None, None) => "-".into(),
     }
 }
 
@@ -437,6 +477,10 @@ pub(crate) mod tests {
             compiled_peer_median_us: None,
             pct_of_compiled_peer: None,
             compiled_peer_compile_s: None,
+            twin: None,
+            twin_median_us: None,
+            rust_vs_twin: None,
+            twin_error: None,
             reps: Some(50),
             wall_s: Some(1.0),
         }

@@ -19,6 +19,9 @@ pub struct GpuTest {
     /// The test checks the cuBLAS peer: without libcublas it is reported skipped (with the
     /// reason), not passed.
     pub requires_cublas: bool,
+    /// The test runs the CUDA C++ twins (`ops::twin_tests`): where none were built for this
+    /// GPU's architecture it is reported skipped, with the build's reason.
+    pub requires_twins: bool,
 }
 
 impl GpuTest {
@@ -31,6 +34,7 @@ impl GpuTest {
             run: Box::new(run),
             requires: Vec::new(),
             requires_cublas: false,
+            requires_twins: false,
         }
     }
 
@@ -52,11 +56,17 @@ impl GpuTest {
             Err(e @ Error::Unavailable { .. }) => Some(e.to_string()),
             _ => None,
         });
-        kernel.or_else(|| {
-            self.requires_cublas
-                .then(crate::peer::cublas::missing)
-                .flatten()
-        })
+        kernel
+            .or_else(|| {
+                self.requires_cublas
+                    .then(crate::peer::cublas::missing)
+                    .flatten()
+            })
+            .or_else(|| {
+                self.requires_twins
+                    .then(|| crate::ptx::twins_for(gpu.info.ptx_arch).err())
+                    .flatten()
+            })
     }
 }
 

@@ -35,6 +35,8 @@ pub mod softmax;
 pub mod tensor_map;
 pub mod testing;
 pub mod transpose;
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod twins;
 
 /// A kernel trapped on the device (for example a `panic!`): abort the whole grid.
 /// The host sees `CUDA_ERROR_LAUNCH_FAILED`/`ILLEGAL_INSTRUCTION` at the next sync.

@@ -31,6 +31,8 @@ pub fn run() -> Result<()> {
     let cuda = deps::ensure_libcuda()?;
     let ptxas_path = deps::ensure_ptxas()?;
     let nvdisasm = deps::ensure_nvdisasm()?;
+    // The build compiles the CUDA C++ twins with it (the bench's "vs C++" column).
+    deps::ensure_nvrtc()?;
 
     util::header("cargo build --release -p rooflab --bin rooflab-bench");
     let mut cmd = util::cargo(&cuda);

@@ -5,6 +5,8 @@
 //!   and installed packages are not touched) and unpacked with `dpkg -x` (no scripts run);
 //! * `ptxas` (and `libdevice.10.bc`) from PyPI's `nvidia-cuda-nvcc-cu12` wheel, to assemble
 //!   the PTX offline and read registers and spills;
+//! * NVRTC (`libnvrtc.so.12` and its builtins) from PyPI's `nvidia-cuda-nvrtc-cu12` wheel, the
+//!   device compiler `host/build` compiles the CUDA C++ twins (`host/twins/*.cu`) with;
 //! * `nvdisasm` from PyPI's `nvidia-cuda-nvdisasm` wheel, to read the SASS of those cubins
 //!   (which unit does the math, how data moves: see `sass.rs`).
 //!
@@ -24,6 +26,10 @@ use crate::util::{self, link_or_copy, scratch_next_to};
 /// The wheel that carries ptxas; pinned so the `ptxas -v` report format does not drift.
 const NVCC_WHEEL: &str = "nvidia-cuda-nvcc-cu12==12.9.86";
 const NVCC_CACHE_NAME: &str = "cuda-nvcc-12.9.86";
+/// The wheel that carries NVRTC, the same version as ptxas. `host/build/twins.rs` looks for
+/// the library where this puts it (`NVRTC_CACHE_NAME/lib/libnvrtc.so.12`).
+const NVRTC_WHEEL: &str = "nvidia-cuda-nvrtc-cu12==12.9.86";
+const NVRTC_CACHE_NAME: &str = "cuda-nvrtc-12.9.86";
 /// The wheel that carries nvdisasm; pinned so the SASS text format does not drift. (13.5
 /// disassembles the cubins of ptxas 12.9 for sm_80 and sm_90, with two harmless "Old format"
 /// warnings.)
@@ -112,15 +118,18 @@ pub fn cmd_deps(refresh: bool) -> Result<()> {
         }
         cached_nvcc(true)?;
         cached_nvdisasm(true)?;
+        cached_nvrtc(true)?;
     }
     let cuda = ensure_libcuda()?;
     let ptxas = ensure_ptxas()?;
     let nvdisasm = ensure_nvdisasm()?;
     let libdevice = libdevice()?;
+    let nvrtc = ensure_nvrtc()?;
     println!("CUDA_LIBRARY_PATH  {}", cuda.display());
     println!("ptxas              {}", ptxas.display());
     println!("nvdisasm           {}", nvdisasm.display());
     println!("libdevice          {}", libdevice.display());
+    println!("NVRTC (C++ twins)  {}", nvrtc.display());
     println!("download cache     {}", cache_dir()?.display());
     let runtime = if util::system_has_libcuda() {
         "the system's libcuda.so.1 (a driver is installed)".to_string()
@@ -260,6 +269,54 @@ fn download_nvcc(work: &Path) -> Result<PathBuf> {
     )?;
     check_runs(&done.join("bin").join("ptxas"))?;
     Ok(done)
+}
+
+/// `libnvrtc.so.12` (env `ROOFLAB_NVRTC` overrides the cached one): what the host build
+/// compiles the CUDA C++ twins with.
+pub fn ensure_nvrtc() -> Result<PathBuf> {
+    if let Some(p) = env::var_os("ROOFLAB_NVRTC").filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(p));
+    }
+    Ok(cached_nvrtc(false)?.join("lib").join("libnvrtc.so.12"))
+}
+
+/// The cached NVRTC (`lib/libnvrtc.so.12` beside the builtins library it loads).
+fn cached_nvrtc(refresh: bool) -> Result<PathBuf> {
+    let dir = cache_dir()?.join(NVRTC_CACHE_NAME);
+    if dir.join("lib").join("libnvrtc.so.12").exists() && !refresh {
+        return Ok(dir);
+    }
+    util::header(&format!("fetching NVRTC (PyPI {NVRTC_WHEEL}, about 90 MB)"));
+    let work = scratch_next_to(&dir);
+    let _ = fs::remove_dir_all(&work);
+    let outcome = pip_download(&work, NVRTC_WHEEL)
+        .and_then(|wheel| {
+            let done = work.join("done");
+            // The `.alt` builds in the wheel are not needed; libnvrtc finds its builtins
+            // library beside itself.
+            unzip_members(
+                &wheel,
+                &done,
+                &[
+                    ("nvidia/cuda_nvrtc/lib/libnvrtc.so.12", "lib/libnvrtc.so.12"),
+                    (
+                        "nvidia/cuda_nvrtc/lib/libnvrtc-builtins.so.12.9",
+                        "lib/libnvrtc-builtins.so.12.9",
+                    ),
+                ],
+            )?;
+            Ok(done)
+        })
+        .and_then(|done| replace_dir(&done, &dir));
+    let _ = fs::remove_dir_all(&work);
+    outcome.map_err(|e| {
+        e.context(format!(
+            "could not get NVRTC. By hand: `python3 -m pip download --no-deps {NVRTC_WHEEL} -d DIR`, \
+             unzip the wheel and set ROOFLAB_NVRTC=<unzipped>/nvidia/cuda_nvrtc/lib/libnvrtc.so.12; \
+             or point ROOFLAB_NVRTC at a CUDA toolkit's lib64/libnvrtc.so"
+        ))
+    })?;
+    Ok(dir)
 }
 
 /// The cached nvdisasm (`bin/nvdisasm`).

@@ -196,8 +196,39 @@ pub fn run(args: &Args) -> Result<u8> {
             None => (None, 0),
         };
         println!("  {}", occupancy_text(f.registers, block, f.smem, dynamic));
-        for a in &sass_archs {
+        for a in sass_archs
+            .iter()
+            .filter(|a| !a.arch.starts_with(ptxas::TWINS_PREFIX))
+        {
             println!("  {}", sass_line(a, &f.name));
+        }
+        // The CUDA C++ twin of the entry, if the step has one (host/twins): the same lines,
+        // so that the two compilers' output can be read side by side.
+        let twin_arch = format!("{}{arch}", ptxas::TWINS_PREFIX);
+        let twin_name = format!("cuda_{}", f.name);
+        if let Some(t) = reports
+            .iter()
+            .find(|r| r.arch == twin_arch)
+            .and_then(|r| r.functions.iter().find(|t| t.entry && t.name == twin_name))
+        {
+            println!(
+                "  CUDA C++ twin {}: {} registers, {} B spill stores, {} B spill loads, {} B static smem",
+                t.name,
+                t.registers.map_or("?".into(), |r| r.to_string()),
+                t.spill_stores,
+                t.spill_loads,
+                t.smem,
+            );
+            println!(
+                "    {}",
+                occupancy_text(t.registers, block, t.smem, dynamic)
+            );
+            for a in sass_archs
+                .iter()
+                .filter(|a| a.arch.starts_with(ptxas::TWINS_PREFIX))
+            {
+                println!("    {}", sass_line(a, &t.name));
+            }
         }
     }
 
@@ -210,6 +241,22 @@ pub fn run(args: &Args) -> Result<u8> {
         match entry_body(&ptx, &f.name) {
             Some(body) => print!("{}", show_loops(&body, colour)),
             None => println!("no `.entry {}` in {}", f.name, ptx_path.display()),
+        }
+        let twin_path = util::target_dir()
+            .join("ptx")
+            .join(format!("{}{arch}.ptx", ptxas::TWINS_PREFIX));
+        let twin_name = format!("cuda_{}", f.name);
+        if let Some(body) = std::fs::read_to_string(&twin_path)
+            .ok()
+            .and_then(|t| entry_body(&t, &twin_name))
+        {
+            println!(
+                "{}",
+                title(&format!(
+                    "PTX of its CUDA C++ twin {twin_name} (NVRTC, {arch})"
+                ))
+            );
+            print!("{}", show_loops(&body, colour));
         }
     }
 

@@ -46,6 +46,9 @@ pub struct ArchReport {
     pub functions: Vec<Function>,
 }
 
+/// The prefix of the twins' PTX files and of their reports' arch (`twins_sm_90`).
+pub const TWINS_PREFIX: &str = "twins_";
+
 /// The arches to check: the same list host/build uses (`host/build/ptx_arches.txt`).
 fn arches() -> Result<Vec<String>> {
     let file = util::workspace()
@@ -63,10 +66,17 @@ fn arches() -> Result<Vec<String>> {
 }
 
 /// Runs ptxas on `target/ptx/<arch>.ptx` for every arch (written by host/build.rs), all
-/// arches at once, keeping each cubin as `target/ptx/<arch>.cubin`.
+/// arches at once, keeping each cubin as `target/ptx/<arch>.cubin`; and on the CUDA C++
+/// twins' `target/ptx/twins_<arch>.ptx` (reported as arch `twins_<arch>`): they must be
+/// built, assemble and not spill, like the Rust PTX.
 pub fn check_all(ptxas: &Path) -> Result<Vec<ArchReport>> {
     let ptx_dir = util::target_dir().join("ptx");
-    let arches = arches()?;
+    let mut arches = arches()?;
+    let twins: Vec<String> = arches
+        .iter()
+        .map(|a| format!("{TWINS_PREFIX}{a}"))
+        .collect();
+    arches.extend(twins);
     Ok(std::thread::scope(|s| {
         let jobs: Vec<_> = arches
             .into_iter()
@@ -96,13 +106,21 @@ fn check_one(ptxas: &Path, ptx_dir: &Path, arch: String) -> ArchReport {
     };
     if !report.ptx.exists() {
         report.error = Some(format!(
-            "{} is missing (host/build.rs writes it during the build)",
-            report.ptx.display()
+            "{} is missing (host/build writes it during the build{})",
+            report.ptx.display(),
+            if report.arch.starts_with(TWINS_PREFIX) {
+                "; the twins need NVRTC: see the build's warning"
+            } else {
+                ""
+            }
         ));
         return report;
     }
     let out = Command::new(ptxas)
-        .arg(format!("-arch={}", report.arch))
+        .arg(format!(
+            "-arch={}",
+            report.arch.trim_start_matches(TWINS_PREFIX)
+        ))
         .arg("-v")
         .arg(&report.ptx)
         .arg("-o")

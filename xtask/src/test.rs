@@ -1,7 +1,7 @@
 //! `cargo xtask test`: the project's whole check, as CI runs it.
 //!
-//! a. deps (libcuda to link, ptxas, nvdisasm)   b. build everything (also builds the PTX)
-//! c. ptxas on the PTX: must assemble, no spills   d. sass: nvdisasm on ptxas's cubins, a
+//! a. deps (libcuda to link, ptxas, nvdisasm, NVRTC)   b. build everything (also builds the PTX
+//! and the CUDA C++ twins)   c. ptxas on the PTX and the twins' PTX: must assemble, no spills   d. sass: nvdisasm on ptxas's cubins, a
 //! kernel whose PTX has `mma.sync` / `wgmma.mma_async` must have HMMA / HGMMA in its SASS
 //! (writes target/ptx/sass-summary.txt and sass.json)   e. `cargo test` (GPU tests say
 //! whether they ran)   f. clippy with warnings denied, on the workspace and on the device
@@ -104,11 +104,14 @@ pub fn run(args: &Args) -> Result<bool> {
     let mut gpu_line = None;
     let mut gpu_result = None;
 
-    util::header("[a] deps: libcuda (to link), ptxas, nvdisasm");
+    util::header("[a] deps: libcuda (to link), ptxas, nvdisasm, NVRTC (the C++ twins)");
     let cuda = deps::ensure_libcuda();
     let ptxas_path = deps::ensure_ptxas();
     let nvdisasm_path = deps::ensure_nvdisasm();
+    // The build compiles the twins with it; without it the ptxas step finds no twins' PTX.
+    let nvrtc = deps::ensure_nvrtc();
     let deps_result = match (&cuda, &ptxas_path, &nvdisasm_path) {
+        _ if nvrtc.is_err() => Err(anyhow::anyhow!("{:#}", nvrtc.as_ref().unwrap_err())),
         (Ok(c), Ok(p), Ok(n)) => {
             eprintln!(
                 "CUDA_LIBRARY_PATH={}\nptxas={}\nnvdisasm={}",

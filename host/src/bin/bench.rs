@@ -293,6 +293,13 @@ fn main() -> ExitCode {
                     } else if !row.correct {
                         failed += 1;
                     }
+                    if let Some(e) = &row.twin_error {
+                        failed += 1;
+                        say(
+                            format!("  {:<48} CUDA C++ TWIN FAILED: {e}", row.name),
+                            true,
+                        );
+                    }
                     if let Some(e) = err
                         && e.is_fatal()
                     {

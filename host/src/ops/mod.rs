@@ -62,6 +62,42 @@ pub fn all_tests(seed: u64) -> Vec<GpuTest> {
     for f in FAMILIES {
         out.extend((f.tests)(seed));
     }
+    out.extend(twin_tests(seed));
+    out
+}
+
+/// The CUDA C++ twins' tests: every `*_matches_cpu` test of a twinned step
+/// (`rooflab_kernels::twins::TWINNED`) again, same shapes, inputs and check, with every launch
+/// sent to the twin (`Gpu::as_twin`), named `<kernel>_cuda_twin_matches_cpu`. Reported
+/// skipped, with the reason, where the twins were not built.
+pub fn twin_tests(seed: u64) -> Vec<GpuTest> {
+    // `family_stem` is the entry itself or the start of its name (`..._f32`).
+    let steps: Vec<String> = rooflab_kernels::twins::TWINNED
+        .iter()
+        .map(|(path, _)| path.replace('/', "_"))
+        .collect();
+    let mut out = Vec::new();
+    for f in FAMILIES {
+        for t in (f.tests)(seed) {
+            let Some(base) = t.name.strip_suffix("_matches_cpu") else {
+                continue;
+            };
+            if !steps
+                .iter()
+                .any(|p| base == p || base.starts_with(&format!("{p}_")))
+            {
+                continue;
+            }
+            let body = t.run;
+            let mut twin = GpuTest::new(format!("{base}_cuda_twin_matches_cpu"), move |gpu| {
+                gpu.as_twin(|| body(gpu))
+            });
+            twin.requires = t.requires;
+            twin.requires_cublas = t.requires_cublas;
+            twin.requires_twins = true;
+            out.push(twin);
+        }
+    }
     out
 }
 
@@ -79,6 +115,47 @@ mod unit_tests {
                 rust_files(&p, out);
             } else if p.extension().is_some_and(|x| x == "rs") {
                 out.push(p);
+            }
+        }
+    }
+
+    /// Every twinned step has twin tests, each named after a Rust test it repeats, and every
+    /// entry of such a step has its twin in the twins' PTX (when they were built).
+    #[test]
+    fn every_twinned_step_has_twin_tests_and_twins() {
+        let rust: BTreeSet<String> = all_tests(1)
+            .into_iter()
+            .filter(|t| !t.requires_twins)
+            .map(|t| t.name)
+            .collect();
+        let twins: Vec<String> = twin_tests(1).into_iter().map(|t| t.name).collect();
+        for (path, _) in rooflab_kernels::twins::TWINNED {
+            let step = path.replace('/', "_");
+            assert!(
+                twins.iter().any(|t| t.starts_with(&step)),
+                "no twin test for {path}"
+            );
+        }
+        for t in &twins {
+            let base = t.strip_suffix("_cuda_twin_matches_cpu").unwrap();
+            assert!(rust.contains(&format!("{base}_matches_cpu")), "{t}");
+        }
+        let (entries, _) = entry_names();
+        if let (list, None) = crate::ptx::TWINS {
+            for (arch, ptx) in list {
+                for (path, _) in rooflab_kernels::twins::TWINNED {
+                    let step = path.replace('/', "_");
+                    let of_step = |e: &&String| *e == &step || e.starts_with(&format!("{step}_"));
+                    for e in entries.iter().filter(of_step) {
+                        assert!(
+                            crate::ptx::has_twin(ptx, e)
+                                || !crate::ptx::BUILT
+                                    .iter()
+                                    .any(|(a, p)| a == arch && p.contains(&format!(".entry {e}("))),
+                            "{arch}: no CUDA C++ twin of `{e}`"
+                        );
+                    }
+                }
             }
         }
     }

@@ -18,9 +18,23 @@ pub const GELU_ERF: u32 = 0;
 /// `mode` argument of the kernels: GELU's tanh approximation.
 pub const GELU_TANH: u32 = 1;
 
-const LOG2_E: f32 = core::f32::consts::LOG2_E;
+/// log2(e): `e^x` is computed as `2^(x log2 e)`.
+pub const LOG2_E: f32 = core::f32::consts::LOG2_E;
 /// sqrt(2 / pi).
-const SQRT_2_OVER_PI: f32 = 0.797_884_6;
+pub const SQRT_2_OVER_PI: f32 = 0.797_884_6;
+/// The cubic term of GELU's tanh approximation.
+pub const GELU_CUBIC: f32 = 0.044_715;
+/// 1 / sqrt(2): erf's argument.
+pub const FRAC_1_SQRT_2: f32 = core::f32::consts::FRAC_1_SQRT_2;
+/// Abramowitz & Stegun 7.1.26's p and a1..a5 (see `erf_as`).
+pub const ERF_P: f32 = 0.327_591_1;
+pub const ERF_A: [f32; 5] = [
+    0.254_829_6,
+    -0.284_496_74,
+    1.421_413_7,
+    -1.453_152_1,
+    1.061_405_4,
+];
 
 /// erf(x) by Abramowitz & Stegun 7.1.26: `1 - (a1 t + .. + a5 t^5) e^(-x^2)`,
 /// `t = 1 / (1 + p|x|)`, odd in x. Absolute error at most 1.5e-7 in exact arithmetic; in f32
@@ -31,14 +45,8 @@ const SQRT_2_OVER_PI: f32 = 0.797_884_6;
 /// afford (ncu: issue-bound, docs/05).
 #[inline(always)]
 pub fn erf_as<E: Fn(f32) -> f32, R: Fn(f32) -> f32>(x: f32, exp2: E, rcp: R) -> f32 {
-    const P: f32 = 0.327_591_1;
-    const A: [f32; 5] = [
-        0.254_829_6,
-        -0.284_496_74,
-        1.421_413_7,
-        -1.453_152_1,
-        1.061_405_4,
-    ];
+    const P: f32 = ERF_P;
+    const A: [f32; 5] = ERF_A;
     let a = if x < 0.0 { -x } else { x };
     let t = rcp(1.0 + P * a);
     let poly = t * (A[0] + t * (A[1] + t * (A[2] + t * (A[3] + t * A[4]))));
@@ -55,10 +63,10 @@ pub fn erf_as<E: Fn(f32) -> f32, R: Fn(f32) -> f32>(x: f32, exp2: E, rcp: R) -> 
 #[inline(always)]
 pub fn gelu<E: Fn(f32) -> f32, R: Fn(f32) -> f32>(u: f32, mode: u32, exp2: E, rcp: R) -> f32 {
     if mode == GELU_TANH {
-        let k = SQRT_2_OVER_PI * (u + 0.044_715 * (u * u * u));
+        let k = SQRT_2_OVER_PI * (u + GELU_CUBIC * (u * u * u));
         // e^(-2k) overflows to inf for very negative u: u · (1/inf) = -0, the right limit.
         u * rcp(1.0 + exp2(-2.0 * LOG2_E * k))
     } else {
-        0.5 * u * (1.0 + erf_as(u * core::f32::consts::FRAC_1_SQRT_2, exp2, rcp))
+        0.5 * u * (1.0 + erf_as(u * FRAC_1_SQRT_2, exp2, rcp))
     }
 }

@@ -13,6 +13,52 @@
 //!
 //! Expected bound: DRAM, near the copy roof.
 
+/// The constants the CUDA C++ twin (`host/twins/fused_elementwise.cu`) is compiled with (`crate::twins`).
+#[cfg(not(target_arch = "nvptx64"))]
+pub const TWIN_DEFINES: &[(&str, i64)] = {
+    use crate::fused_elementwise::{
+        ERF_A, ERF_P, FRAC_1_SQRT_2, GELU_CUBIC, GELU_TANH, LOG2_E, SQRT_2_OVER_PI,
+    };
+    // f32 constants travel as their bits (`F32_BITS` in the twin turns them back).
+    &[
+        ("FUSED_ELEMENTWISE_V03_GELU_TANH", GELU_TANH as i64),
+        ("FUSED_ELEMENTWISE_V03_LOG2_E_BITS", LOG2_E.to_bits() as i64),
+        (
+            "FUSED_ELEMENTWISE_V03_SQRT_2_OVER_PI_BITS",
+            SQRT_2_OVER_PI.to_bits() as i64,
+        ),
+        (
+            "FUSED_ELEMENTWISE_V03_GELU_CUBIC_BITS",
+            GELU_CUBIC.to_bits() as i64,
+        ),
+        (
+            "FUSED_ELEMENTWISE_V03_FRAC_1_SQRT_2_BITS",
+            FRAC_1_SQRT_2.to_bits() as i64,
+        ),
+        ("FUSED_ELEMENTWISE_V03_ERF_P_BITS", ERF_P.to_bits() as i64),
+        (
+            "FUSED_ELEMENTWISE_V03_ERF_A0_BITS",
+            ERF_A[0].to_bits() as i64,
+        ),
+        (
+            "FUSED_ELEMENTWISE_V03_ERF_A1_BITS",
+            ERF_A[1].to_bits() as i64,
+        ),
+        (
+            "FUSED_ELEMENTWISE_V03_ERF_A2_BITS",
+            ERF_A[2].to_bits() as i64,
+        ),
+        (
+            "FUSED_ELEMENTWISE_V03_ERF_A3_BITS",
+            ERF_A[3].to_bits() as i64,
+        ),
+        (
+            "FUSED_ELEMENTWISE_V03_ERF_A4_BITS",
+            ERF_A[4].to_bits() as i64,
+        ),
+    ]
+};
+
 /// Threads per block.
 pub const BLOCK_THREADS: u32 = 256;
 

@@ -20,6 +20,36 @@
 //! issue slots 78% used (cuBLAS: 2.43 G, 87%). Worse than v08 where tiles are few (1024³,
 //! 8192×128×8192: 32 blocks for 132 SMs).
 
+/// The constants the CUDA C++ twin (`host/twins/gemm.cu`) is compiled with (`crate::twins`).
+#[cfg(not(target_arch = "nvptx64"))]
+pub const TWIN_DEFINES: &[(&str, i64)] = &[
+    ("GEMM_V11_BM", GEOMETRY.bm as i64),
+    ("GEMM_V11_BN", GEOMETRY.bn as i64),
+    ("GEMM_V11_BK", GEOMETRY.bk as i64),
+    ("GEMM_V11_LDA", GEOMETRY.lda as i64),
+    ("GEMM_V11_THREADS", GEOMETRY.threads as i64),
+    ("GEMM_V11_WM", GEOMETRY.wm as i64),
+    ("GEMM_V11_WN", GEOMETRY.wn as i64),
+    ("GEMM_V11_WMITER", GEOMETRY.wmiter as i64),
+    ("GEMM_V11_WNITER", GEOMETRY.wniter as i64),
+    ("GEMM_V11_NA", GEOMETRY.a_float4s_per_thread() as i64),
+    ("GEMM_V11_NB", GEOMETRY.b_float4s_per_thread() as i64),
+    ("GEMM_V11_R", GEOMETRY.thread_rows() as i64),
+    ("GEMM_V11_C", GEOMETRY.thread_cols() as i64),
+    ("GEMM_V11_SHARED_F32", SHARED_F32 as i64),
+    ("GEMM_V11_STAGES", super::warp_tile_pipeline::STAGES as i64),
+    ("GEMM_V11_SUB_M", super::warp_tile_pipeline::SUB_M as i64),
+    ("GEMM_V11_SUB_N", super::warp_tile_pipeline::SUB_N as i64),
+    // The lane map, crate::gemm::v07_warptile::lane_origin: lanes_n = WN / WNITER / TN
+    // lanes along N, patches of TM×TN.
+    ("GEMM_V11_LANE_TM", super::v07_warptile::TM as i64),
+    ("GEMM_V11_LANE_TN", super::v07_warptile::TN as i64),
+    (
+        "GEMM_V11_LANES_N",
+        (super::v07_warptile::WN / super::v07_warptile::WNITER / super::v07_warptile::TN) as i64,
+    ),
+];
+
 use super::warp_tile_pipeline::TwoStageGeometry;
 
 /// The step's geometry: v10's with the block tile twice as tall (BM = 256), so 8 warps

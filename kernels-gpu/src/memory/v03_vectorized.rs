@@ -13,6 +13,10 @@
 //!
 //! Expected bound: DRAM, near the copy roof.
 
+/// The constants the CUDA C++ twin (`host/twins/memory.cu`) is compiled with (`crate::twins`).
+#[cfg(not(target_arch = "nvptx64"))]
+pub const TWIN_DEFINES: &[(&str, i64)] = &[];
+
 /// Threads per block.
 pub const BLOCK_THREADS: u32 = 256;
 

@@ -12,6 +12,17 @@
 //!
 //! Expected bound: DRAM, near the copy roof.
 
+/// The constants the CUDA C++ twin (`host/twins/norm.cu`) is compiled with (`crate::twins`).
+#[cfg(not(target_arch = "nvptx64"))]
+pub const TWIN_DEFINES: &[(&str, i64)] = &[
+    ("NORM_V03_ROW_ITEMS", crate::row_layout::ROW_ITEMS as i64),
+    (
+        "NORM_V03_ROW_MAX_THREADS",
+        crate::row_layout::ROW_MAX_THREADS as i64,
+    ),
+    ("NORM_V03_SHARED_BYTES", SHARED_BYTES as i64),
+];
+
 /// Dynamic shared memory: one f32 per warp for the block reduction.
 pub const SHARED_BYTES: u32 = 32 * 4;
 

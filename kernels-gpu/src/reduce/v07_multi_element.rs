@@ -20,6 +20,16 @@
 //!
 //! Expected bound: DRAM read bandwidth.
 
+/// The constants the CUDA C++ twin (`host/twins/reduce.cu`) is compiled with (`crate::twins`).
+#[cfg(not(target_arch = "nvptx64"))]
+pub const TWIN_DEFINES: &[(&str, i64)] = &[
+    ("REDUCE_V07_UNROLL", UNROLL as i64),
+    ("REDUCE_V07_BLOCK_THREADS", BLOCK_THREADS as i64),
+    ("REDUCE_V07_SHARED_BYTES", SHARED_BYTES as i64),
+    ("REDUCE_V07_FINAL_THREADS", FINAL_THREADS as i64),
+    ("REDUCE_V07_FINAL_SHARED_BYTES", FINAL_SHARED_BYTES as i64),
+];
+
 /// Threads per block (a multiple of 32, at most 32 warps).
 pub const BLOCK_THREADS: u32 = 256;
 /// Resident blocks per multiprocessor the host launches (2048 threads/SM on sm_80/sm_90).

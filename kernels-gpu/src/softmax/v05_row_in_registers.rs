@@ -14,6 +14,22 @@
 //!
 //! Expected bound: DRAM, near the copy roof.
 
+/// The constants the CUDA C++ twin (`host/twins/softmax.cu`) is compiled with (`crate::twins`).
+#[cfg(not(target_arch = "nvptx64"))]
+pub const TWIN_DEFINES: &[(&str, i64)] = &[
+    ("SOFTMAX_V05_ROW_ITEMS", crate::row_layout::ROW_ITEMS as i64),
+    // softmax::device::LOG2_E (device-only there), as f32 bits.
+    (
+        "SOFTMAX_V05_LOG2_E_BITS",
+        core::f32::consts::LOG2_E.to_bits() as i64,
+    ),
+    (
+        "SOFTMAX_V05_ROW_MAX_THREADS",
+        crate::row_layout::ROW_MAX_THREADS as i64,
+    ),
+    ("SOFTMAX_V05_SHARED_BYTES", SHARED_BYTES as i64),
+];
+
 /// Dynamic shared memory: one f32 per warp for the block reduction.
 pub const SHARED_BYTES: u32 = 32 * 4;
 

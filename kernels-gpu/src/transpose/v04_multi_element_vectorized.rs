@@ -37,6 +37,14 @@
 //! a 40-register cap for 6 blocks per SM instead of 5 (145 µs), all with the earlier
 //! column-blocks-first order (144 µs).
 
+/// The constants the CUDA C++ twin (`host/twins/transpose.cu`) is compiled with (`crate::twins`).
+#[cfg(not(target_arch = "nvptx64"))]
+pub const TWIN_DEFINES: &[(&str, i64)] = &[
+    ("TRANSPOSE_V04_BLOCK_X", BLOCK_X as i64),
+    ("TRANSPOSE_V04_BLOCK_Y", BLOCK_Y as i64),
+    ("TRANSPOSE_V04_VEC", VEC as i64),
+];
+
 /// Threads per block in x (along input columns); a warp is `BLOCK_X × (32 / BLOCK_X)`.
 pub const BLOCK_X: u32 = 8;
 /// Threads per block in y (along input rows).
