@@ -111,6 +111,10 @@ pub struct Gpu {
     twin_functions: RefCell<HashMap<KernelId, Function<'static>>>,
     /// While set (`as_twin`), every launch runs the kernel's CUDA C++ twin instead.
     twin_mode: std::cell::Cell<bool>,
+    /// Scratch memory for ops that need it between their kernels (gemm v12's split-K
+    /// partials): allocated on first use, grown when a larger one is asked for, kept, so
+    /// timed launches allocate nothing.
+    workspace: RefCell<Option<DeviceArray<f32>>>,
     _context: Context,
 }
 
@@ -223,6 +227,7 @@ impl Gpu {
             twins: std::cell::OnceCell::new(),
             twin_functions: RefCell::new(HashMap::new()),
             twin_mode: std::cell::Cell::new(false),
+            workspace: RefCell::new(None),
             _context: context,
         })
     }
@@ -420,6 +425,25 @@ impl Gpu {
         }
         let _reset = Reset(&self.twin_mode, self.twin_mode.replace(true));
         f()
+    }
+
+    /// Runs `f` with this GPU's workspace, at least `len` f32 (allocated or grown first;
+    /// the contents are whatever the last user left). Not reentrant: an op that is already
+    /// inside gets an error, not a second buffer.
+    pub fn with_workspace<R>(
+        &self,
+        len: usize,
+        f: impl FnOnce(&mut DeviceArray<f32>) -> Result<R>,
+    ) -> Result<R> {
+        let mut ws = self.workspace.try_borrow_mut().map_err(|_| {
+            Error::Other("the GPU workspace is already in use (an op inside another)".into())
+        })?;
+        if ws.as_ref().is_none_or(|w| w.len() < len) {
+            // Free the old one first: the new one may need its memory.
+            *ws = None;
+            *ws = Some(self.alloc::<f32>(len)?);
+        }
+        f(ws.as_mut().expect("allocated above"))
     }
 
     /// The twin of `kernel`, looked up on first use.
@@ -627,6 +651,7 @@ impl Drop for Gpu {
         self.functions.get_mut().clear();
         self.twin_functions.get_mut().clear();
         self.tensor_maps.get_mut().clear();
+        *self.workspace.get_mut() = None;
         if let Some(Ok(twins)) = self.twins.take() {
             // SAFETY: leaked from a Box in `twin_module`; its functions are gone.
             drop(unsafe { Box::from_raw(twins as *const Module as *mut Module) });

@@ -10,7 +10,10 @@
 //! tiles that hang over an edge are zero-filled on load and masked on store. `beta == 0`
 //! means C is not read (so a NaN already in C does not propagate), as in BLAS.
 //!
-//! The warp-tiled steps (v07-v11) share [`warp_tile_pipeline`]: its fragments and epilogue
+//! v12 adds a second kernel, `gemm_v12_split_k_reduce`, which sums the K slices of its main
+//! kernel in a fixed order (its own parameters, see the variant file).
+//!
+//! The warp-tiled steps (v07-v12) share [`warp_tile_pipeline`]: its fragments and epilogue
 //! (v07-v11) and its two-stage pipeline (v08-v11), which each of v08-v11 instantiates with
 //! its own `GEOMETRY` ([`warp_tile_pipeline::TwoStageGeometry`]).
 
@@ -43,6 +46,16 @@ pub mod v08_double_buffered;
 pub mod v09_interleaved_lanes;
 pub mod v10_warptile_64x64;
 pub mod v11_block_256x128;
+pub mod v12_split_k;
+
+/// The K depth of one of `slices` split-K slices (v12): K's BK-deep tiles shared out evenly
+/// in whole tiles (so every slice but the last starts on a tile boundary); the last slices
+/// may be shorter or empty. Used by the kernel (from `gridDim.z`) and the host alike.
+pub const fn split_k_chunk(k: u32, slices: u32) -> u32 {
+    let bk = v12_split_k::GEOMETRY.bk;
+    let slices = if slices == 0 { 1 } else { slices };
+    k.div_ceil(bk).div_ceil(slices) * bk
+}
 
 /// Largest M, N or K a kernel accepts: sizes and in-tile indices are u32 and stay below
 /// 2^31 even after adding a tile.

@@ -65,6 +65,11 @@ pub mod thread {
         unsafe { nvptx::_block_idx_y() }
     }
     #[inline(always)]
+    pub fn block_idx_z() -> u32 {
+        // SAFETY: as above.
+        unsafe { nvptx::_block_idx_z() }
+    }
+    #[inline(always)]
     pub fn block_dim_x() -> u32 {
         // SAFETY: as above.
         unsafe { nvptx::_block_dim_x() }
@@ -83,6 +88,11 @@ pub mod thread {
     pub fn grid_dim_y() -> u32 {
         // SAFETY: as above.
         unsafe { nvptx::_grid_dim_y() }
+    }
+    #[inline(always)]
+    pub fn grid_dim_z() -> u32 {
+        // SAFETY: as above.
+        unsafe { nvptx::_grid_dim_z() }
     }
 
     /// Global 1D index of this thread, in 64 bits so that arrays past 2^32 elements work.

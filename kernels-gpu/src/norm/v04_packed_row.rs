@@ -57,11 +57,8 @@ unsafe fn run<T: Storage, const LAYER: bool>(
         && cols.is_multiple_of(T::PER16 as u32);
     let n = cols as f32;
     let (t, b) = (thread::thread_idx_x(), thread::block_dim_x());
-    let (x, y) = (
-        // SAFETY: block r < rows: the row starts inside x and y.
-        unsafe { x.add(off) },
-        unsafe { y.add(off) },
-    );
+    // SAFETY: block r < rows: the row starts inside x and y.
+    let (x, y) = unsafe { (x.add(off), y.add(off)) };
     if !vec {
         // SAFETY: as v03's scalar path: every access is an element < cols of the row.
         unsafe { scalar::<T, LAYER>(x, w, bias, y, cols, eps, n, smem) };

@@ -203,7 +203,7 @@ pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
             out.push(Case {
                 family: super::FAMILY.name,
                 variant: v.stem().to_string(),
-                kernels: vec![v.kernel_use()],
+                kernels: v.kernel_uses(),
                 ladder: "sgemm",
                 shape: if d.m == d.n && d.n == d.k {
                     format!("{}^3", d.m)
@@ -260,7 +260,7 @@ mod unit_tests {
     fn every_case_names_its_kernel_and_launch_shape() {
         for c in cases(false, None, 1) {
             let v = LADDER.into_iter().find(|v| v.stem() == c.variant).unwrap();
-            assert_eq!(c.kernels.len(), 1, "{}", c.variant);
+            assert_eq!(c.kernels, v.kernel_uses(), "{}", c.variant);
             let u = &c.kernels[0];
             assert_eq!(u.kernel, v.kernel().id());
             assert_eq!(u.block_threads, v.geometry().threads());

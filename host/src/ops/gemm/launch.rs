@@ -6,7 +6,7 @@ use rooflab_kernels::gemm::warp_tile_pipeline::TwoStageGeometry;
 use rooflab_kernels::gemm::{
     MAX_DIM, v01_naive, v02_coalesced, v03_smem_tiled, v04_blocktile_1d, v05_blocktile_2d,
     v06_vectorized, v07_warptile, v08_double_buffered, v09_interleaved_lanes, v10_warptile_64x64,
-    v11_block_256x128,
+    v11_block_256x128, v12_split_k,
 };
 
 use crate::bench::KernelUse;
@@ -27,9 +27,10 @@ pub enum Variant {
     V09InterleavedLanes,
     V10Warptile64x64,
     V11Block256x128,
+    V12SplitK,
 }
 
-pub const LADDER: [Variant; 11] = [
+pub const LADDER: [Variant; 12] = [
     Variant::V01Naive,
     Variant::V02Coalesced,
     Variant::V03SmemTiled,
@@ -41,6 +42,7 @@ pub const LADDER: [Variant; 11] = [
     Variant::V09InterleavedLanes,
     Variant::V10Warptile64x64,
     Variant::V11Block256x128,
+    Variant::V12SplitK,
 ];
 
 /// Every gemm entry has the same parameters: `(m, n, k, alpha, a, b, beta, c)`.
@@ -116,6 +118,7 @@ impl Variant {
             Variant::V09InterleavedLanes => v09_interleaved_lanes::gemm_v09_interleaved_lanes,
             Variant::V10Warptile64x64 => v10_warptile_64x64::gemm_v10_warptile_64x64,
             Variant::V11Block256x128 => v11_block_256x128::gemm_v11_block_256x128,
+            Variant::V12SplitK => v12_split_k::gemm_v12_split_k,
         }
     }
 
@@ -165,6 +168,7 @@ impl Variant {
             V09InterleavedLanes => Geometry::two_stage(v09_interleaved_lanes::GEOMETRY),
             V10Warptile64x64 => Geometry::two_stage(v10_warptile_64x64::GEOMETRY),
             V11Block256x128 => Geometry::two_stage(v11_block_256x128::GEOMETRY),
+            V12SplitK => Geometry::two_stage(v12_split_k::GEOMETRY),
         }
     }
 
@@ -173,6 +177,29 @@ impl Variant {
     pub fn kernel_use(self) -> KernelUse {
         let g = self.geometry();
         KernelUse::new(self.kernel(), g.threads(), g.shared_bytes)
+    }
+
+    /// Every kernel a launch of this variant may run: the main one, and for v12 the reduce
+    /// of its K slices (launched only when it splits).
+    pub fn kernel_uses(self) -> Vec<KernelUse> {
+        let mut uses = vec![self.kernel_use()];
+        if self == Variant::V12SplitK {
+            uses.push(KernelUse::new(
+                v12_split_k::gemm_v12_split_k_reduce,
+                v12_split_k::REDUCE_THREADS,
+                0,
+            ));
+        }
+        uses
+    }
+
+    /// K slices of a launch at `d` on `gpu` (v12's choice, `v12_split_k::slices`; 1 for the
+    /// others).
+    pub fn slices(self, d: Dims, sms: u32) -> u32 {
+        match self {
+            Variant::V12SplitK => v12_split_k::slices(d.m as u32, d.n as u32, d.k as u32, sms),
+            _ => 1,
+        }
     }
 
     /// Grid, block and shared memory for an M×N output. Refused when the grid would pass
@@ -255,8 +282,37 @@ pub fn sgemm(
     if d.m == 0 || d.n == 0 {
         return Ok(());
     }
-    let cfg = v.launch_config(d)?;
+    let mut cfg = v.launch_config(d)?;
     let (m, n, k) = (d.m as u32, d.n as u32, d.k as u32);
+    let slices = v.slices(d, gpu.info.multiprocessors);
+    if slices > 1 {
+        // v12 with K split: the slices' partial products into the workspace (alpha 1, beta
+        // 0: C untouched), then the reduce adds them in slice order into C.
+        cfg.grid.2 = slices;
+        let mn = d.m * d.n;
+        // Splitting needs fewer tiles than SMs, so M·N < SMs·BM·BN: no overflow here.
+        let len = mn * slices as usize;
+        let reduce = v12_split_k::gemm_v12_split_k_reduce;
+        let rcfg =
+            LaunchConfig::for_threads(reduce.name(), mn as u64, v12_split_k::REDUCE_THREADS)?;
+        return gpu.with_workspace(len, |ws| {
+            // SAFETY: as below, and the workspace holds `slices` M×N matrices, which the
+            // main kernel writes (slice z at z·M·N) and the reduce reads, one thread per
+            // element of C.
+            unsafe {
+                gpu.launch(
+                    kernel,
+                    cfg,
+                    (m, n, k, 1.0f32, a, b, 0.0f32, ws.view_range_mut(0..len)),
+                )?;
+                gpu.launch(
+                    reduce,
+                    rcfg,
+                    (mn as u64, slices, alpha, ws.view_range(0..len), beta, c),
+                )
+            }
+        });
+    }
     // SAFETY: the views are live and hold M·K, K·N and M·N f32 (validated); the grid covers
     // C with the block and shared memory the variant's kernel is built for.
     unsafe { gpu.launch(kernel, cfg, (m, n, k, alpha, a, b, beta, c)) }
@@ -422,6 +478,39 @@ mod unit_tests {
                 }
             }
             assert!(hit[bk * lda..].iter().all(|&h| h == 1));
+        }
+    }
+
+    /// v12's slice choice at the bench's shapes on an H200 (132 SMs), and the slices of
+    /// `split_k_chunk` cover K exactly, in order, whatever the count.
+    #[test]
+    fn split_k_slices_cover_k() {
+        let sms = 132;
+        let v = Variant::V12SplitK;
+        assert_eq!(v.slices(Dims::new(8192, 128, 8192), sms), 4);
+        assert_eq!(v.slices(Dims::new(1024, 1024, 1024), sms), 4);
+        assert_eq!(v.slices(Dims::new(2048, 2048, 2048), sms), 1);
+        assert_eq!(v.slices(Dims::new(4096, 4096, 4096), sms), 1);
+        assert_eq!(v.slices(Dims::new(17, 33, 65), sms), 1, "too shallow to split");
+        assert_eq!(v.slices(Dims::new(0, 5, 4096), sms), 1);
+        assert_eq!(Variant::V11Block256x128.slices(Dims::new(8192, 128, 8192), sms), 1);
+        for d in TEST_SHAPES.into_iter().chain([Dims::new(100, 70, 700), Dims::new(3, 5, 2000)]) {
+            let s = v.slices(d, sms);
+            assert!((1..=v12_split_k::MAX_SLICES).contains(&s), "{d}: {s}");
+            let chunk = rooflab_kernels::gemm::split_k_chunk(d.k as u32, s) as usize;
+            assert_eq!(chunk % v12_split_k::BK as usize, 0);
+            // Mirrors run_split_k: slice z covers [min(z·chunk, K), min(z·chunk + chunk, K)).
+            let mut covered = 0;
+            for z in 0..s as usize {
+                let k0 = (z * chunk).min(d.k);
+                let len = (d.k - k0).min(chunk);
+                assert_eq!(k0, covered.min(d.k), "{d}: slice {z}");
+                covered = k0 + len;
+                if s > 1 {
+                    assert!(len > 0, "{d}: slice {z} of {s} is empty");
+                }
+            }
+            assert_eq!(covered, d.k, "{d}");
         }
     }
 

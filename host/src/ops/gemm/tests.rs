@@ -126,6 +126,35 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
             move |gpu| check_all(gpu, Some(v), None, seed),
         ));
     }
+    // v12's split path at small shapes (so the sanitizers run it too): uneven slices, K not
+    // a multiple of BK, beta != 0, and A, B, C 4 bytes off 16-byte alignment.
+    t.push(GpuTest::new(
+        format!(
+            "{}_slices_add_up_to_cpu",
+            Variant::V12SplitK.kernel().name()
+        ),
+        move |gpu| {
+            let sms = gpu.info.multiprocessors;
+            for (i, d) in [Dims::new(100, 70, 700), Dims::new(3, 5, 2000), Dims::new(300, 129, 1031)]
+                .into_iter()
+                .enumerate()
+            {
+                let s = Variant::V12SplitK.slices(d, sms);
+                if s < 2 {
+                    return Err(Error::Other(format!(
+                        "{d}: v12 chose {s} slice(s) on {sms} SMs; this test needs a split"
+                    )));
+                }
+                for (j, &(alpha, beta)) in TEST_SCALARS.iter().enumerate() {
+                    for off in [0, 1] {
+                        let seed = seed ^ (0x5150 + (i * 4 + j * 2 + off) as u64);
+                        check(gpu, Some(Variant::V12SplitK), None, d, alpha, beta, off, seed)?;
+                    }
+                }
+            }
+            Ok(())
+        },
+    ));
     // Without libcublas the harness reports this test skipped, by name (never passed).
     t.push(
         GpuTest::new("gemm_cublas_peer_matches_cpu", move |gpu| {

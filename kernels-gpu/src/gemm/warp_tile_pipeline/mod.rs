@@ -28,15 +28,26 @@ pub mod fragments;
 pub mod pipeline;
 
 #[cfg(target_arch = "nvptx64")]
-pub(crate) use pipeline::run;
+pub(crate) use pipeline::{run, run_split_k};
 
-/// `two_stage_entry! { /// docs  NAME, GEOMETRY, LANE_ORIGIN }`: the kernel entry `NAME`
+/// `two_stage_entry! { /// docs  NAME, GEOMETRY, LANE_ORIGIN }` (or `/// docs split_k NAME,
+/// ..` for [`pipeline::run_split_k`], v12): the kernel entry `NAME`
 /// (through `crate::kernel!`, with the gemm parameters) running [`pipeline::run`] with the
 /// geometry constant and the lane map it is given. Both are arguments: the macro takes
 /// nothing from the scope it is invoked in, it only spells out the const generic arguments
 /// that `GEOMETRY` determines.
 macro_rules! two_stage_entry {
+    ($(#[$doc:meta])* split_k $name:ident, $g:ident, $lane_origin:path) => {
+        crate::gemm::warp_tile_pipeline::two_stage_entry!(
+            @entry run_split_k, $(#[$doc])* $name, $g, $lane_origin
+        );
+    };
     ($(#[$doc:meta])* $name:ident, $g:ident, $lane_origin:path) => {
+        crate::gemm::warp_tile_pipeline::two_stage_entry!(
+            @entry run, $(#[$doc])* $name, $g, $lane_origin
+        );
+    };
+    (@entry $run:ident, $(#[$doc:meta])* $name:ident, $g:ident, $lane_origin:path) => {
         crate::kernel! {
             $(#[$doc])*
             #[allow(clippy::too_many_arguments)]
@@ -53,7 +64,7 @@ macro_rules! two_stage_entry {
                 // SAFETY: the kernel's parameters, forwarded; the host launches it with
                 // the geometry's threads and shared_bytes() of dynamic shared memory.
                 unsafe {
-                    crate::gemm::warp_tile_pipeline::run::<
+                    crate::gemm::warp_tile_pipeline::$run::<
                         { $g.bm as usize },
                         { $g.bn as usize },
                         { $g.lda as usize },

@@ -114,6 +114,109 @@ pub(crate) unsafe fn run<
     c: *mut f32,
     lane_origin: impl Fn(u32) -> (u32, u32),
 ) {
+    // SAFETY: forwarded; A's rows are K long.
+    unsafe {
+        run_range::<BM, BN, LDA, T, WM, WN, MI, NI, NA, NB, R, C>(
+            m,
+            n,
+            k,
+            k,
+            alpha,
+            a,
+            b,
+            beta,
+            c,
+            lane_origin,
+        )
+    }
+}
+
+/// v12's split K: block `z` of a grid `gridDim.z` deep computes the product over its own
+/// slice of K (`split_k_chunk` deep, the last ones shorter or empty) and writes it to the
+/// `z`-th M×N matrix after `c` (`alpha·A·B + beta·C` of its slice: the host passes 1 and 0
+/// and a workspace when it splits, and C itself when `gridDim.z` is 1).
+///
+/// # Safety
+/// As [`run`], and `c` holds `gridDim.z` M×N matrices.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn run_split_k<
+    const BM: usize,
+    const BN: usize,
+    const LDA: usize,
+    const T: usize,
+    const WM: usize,
+    const WN: usize,
+    const MI: usize,
+    const NI: usize,
+    const NA: usize,
+    const NB: usize,
+    const R: usize,
+    const C: usize,
+>(
+    m: u32,
+    n: u32,
+    k: u32,
+    alpha: f32,
+    a: *const f32,
+    b: *const f32,
+    beta: f32,
+    c: *mut f32,
+    lane_origin: impl Fn(u32) -> (u32, u32),
+) {
+    let (z, slices) = (thread::block_idx_z(), thread::grid_dim_z());
+    let chunk = crate::gemm::split_k_chunk(k, slices);
+    // 64-bit: the slice's first column can be past 2^31 only with K near MAX_DIM, but the
+    // products below are element offsets into matrices of up to 2^62 elements.
+    let k0 = (z as u64 * chunk as u64).min(k as u64);
+    let len = (k as u64 - k0).min(chunk as u64) as u32;
+    // SAFETY: the slice's A starts `k0` columns in (rows still K long), its B `k0` rows
+    // down; its output is the z-th matrix after `c`; all inside the buffers (host-checked).
+    unsafe {
+        run_range::<BM, BN, LDA, T, WM, WN, MI, NI, NA, NB, R, C>(
+            m,
+            n,
+            len,
+            k,
+            alpha,
+            a.add(k0 as usize),
+            b.add(k0 as usize * n as usize),
+            beta,
+            c.add(z as usize * m as usize * n as usize),
+            lane_origin,
+        )
+    }
+}
+
+/// [`run`] over a K range: `k` columns of A (rows `lda` apart: A may be a column slice of
+/// a wider matrix) and `k` rows of B.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn run_range<
+    const BM: usize,
+    const BN: usize,
+    const LDA: usize,
+    const T: usize,
+    const WM: usize,
+    const WN: usize,
+    const MI: usize,
+    const NI: usize,
+    const NA: usize,
+    const NB: usize,
+    const R: usize,
+    const C: usize,
+>(
+    m: u32,
+    n: u32,
+    k: u32,
+    lda: u32,
+    alpha: f32,
+    a: *const f32,
+    b: *const f32,
+    beta: f32,
+    c: *mut f32,
+    lane_origin: impl Fn(u32) -> (u32, u32),
+) {
     const { assert!(WM == MI * SUB_M && WN == NI * SUB_N) };
     let stage_f32: usize = BKU * (LDA + BN);
     const BK32: u32 = BKU as u32;
@@ -124,7 +227,7 @@ pub(crate) unsafe fn run<
     let (bm0, bn0) = (o.bm0, o.bn0);
     let b_vec = rows_vectorizable(b as u64, n);
     let c_vec = rows_vectorizable(c as u64, n);
-    let a_vec = rows_vectorizable(a as u64, k);
+    let a_vec = rows_vectorizable(a as u64, lda);
     let tiles = k.div_ceil(BK32);
     let mut acc = [[0.0f32; C]; R];
     // SAFETY: copies stay inside their stage and read in bounds (load_stage_b,
@@ -136,7 +239,7 @@ pub(crate) unsafe fn run<
     unsafe {
         if tiles > 0 {
             load_stage_b::<BN, LDA, T, NB>(b, n, k, bn0, 0, t, smem, b_vec);
-            let ra = fetch_tile::<BM, BKU, T, NA>(a, m, k, k, bm0, 0, t, a_vec);
+            let ra = fetch_tile::<BM, BKU, T, NA>(a, m, k, lda, bm0, 0, t, a_vec);
             store_a_transposed::<BKU, LDA, T, NA>(&ra, t, smem);
             wait_group::<0>();
             sync_threads();
@@ -151,7 +254,7 @@ pub(crate) unsafe fn run<
             // fill the idle stage with zeros: unconditional, so no branch around them.
             let k0 = (tile + 1) * BK32;
             load_stage_b::<BN, LDA, T, NB>(b, n, k, bn0, k0, t, next, b_vec);
-            let ra = fetch_tile::<BM, BKU, T, NA>(a, m, k, k, bm0, k0, t, a_vec);
+            let ra = fetch_tile::<BM, BKU, T, NA>(a, m, k, lda, bm0, k0, t, a_vec);
             let bs = cur.add(BKU * LDA);
             warp_tile_bk16::<LDA, BN, SUB_M, SUB_N, MI, NI, R, C>(
                 cur,
