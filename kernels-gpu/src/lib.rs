@@ -23,6 +23,7 @@ pub mod gpu;
 
 pub mod kernel;
 
+pub mod attention;
 pub mod bf16_gemm;
 pub mod ceilings;
 pub mod fused_elementwise;

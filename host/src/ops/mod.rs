@@ -36,7 +36,8 @@ registry![
     bf16_gemm,
     fused_elementwise,
     softmax,
-    norm
+    norm,
+    attention
 ];
 
 /// The registered family called `name`.

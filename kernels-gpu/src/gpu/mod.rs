@@ -252,6 +252,21 @@ pub mod warp {
         out
     }
 
+    /// Broadcast: the value of lane `src` (0..32) to every lane.
+    #[inline(always)]
+    pub fn shfl_idx_f32(value: f32, src: u32) -> f32 {
+        let out: f32;
+        // SAFETY: as for `shfl_xor_f32`.
+        unsafe {
+            asm!(
+                "shfl.sync.idx.b32 {0}, {1}, {2}, 0x1f, {3};",
+                out(reg32) out, in(reg32) value, in(reg32) src, in(reg32) FULL_MASK,
+                options(nomem, nostack)
+            )
+        };
+        out
+    }
+
     /// Sum over the 32 lanes; every lane gets the total (butterfly reduction).
     #[inline(always)]
     pub fn sum_f32(mut v: f32) -> f32 {
