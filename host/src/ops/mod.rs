@@ -37,7 +37,8 @@ registry![
     fused_elementwise,
     softmax,
     norm,
-    attention
+    attention,
+    decode
 ];
 
 /// The registered family called `name`.

@@ -1,0 +1,121 @@
+//! decode: the bench cases (batch 1, 16, 64, 256 × contexts drawn in [1, L] for L 512, 4096,
+//! 32768; Hq 32, Hkv 8, D 128, pages of 16).
+
+use super::launch::{LADDER, Variant, decode};
+use super::tests::{Heads, Problem, check, problem};
+use crate::bench::{Case, Workload};
+use crate::check::rng;
+use crate::error::Result;
+use crate::gpu::Gpu;
+use crate::tensor::{Buf, Dtype};
+use rand::Rng;
+
+/// The bench's heads: a Llama-style GQA layer.
+pub const HEADS: Heads = Heads {
+    hq: 32,
+    hkv: 8,
+    dim: 128,
+    page_size: 16,
+};
+
+/// Pages in the bench's cache: 2^13 pages of 16 keys × 8 heads × 128 dims, 256 MiB per
+/// cache, 8.5× the H200's L2 for K and V together. Sequences draw their pages from it at random, so
+/// the same page may serve several sequences (as shared prefixes do), while reuse through L2
+/// stays rare.
+pub const POOL_PAGES: usize = 1 << 13;
+
+struct DecodeWork {
+    v: Variant,
+    p: Problem,
+    out: Buf,
+}
+
+impl Workload for DecodeWork {
+    fn check(&mut self, gpu: &Gpu) -> Result<()> {
+        // A few sequences, every head (the reference walks each context in f64).
+        let n = self.p.kv.shape.batch;
+        let seqs: Vec<usize> = [0, n / 3, n / 2, n - 1].into_iter().filter(|&b| b < n).collect();
+        let mut seqs = seqs;
+        seqs.dedup();
+        check(gpu, self.v, &self.p, &seqs)
+    }
+    fn launch(&mut self, gpu: &Gpu, _i: usize) -> Result<()> {
+        decode(gpu, self.v, &self.p.q, &self.p.kv, &mut self.out)
+    }
+}
+
+/// (batch, L) of the bench; `--quick`: two; `size` sets L at batch 64.
+pub fn shapes(quick: bool, size: Option<u64>) -> Vec<(usize, u32)> {
+    match size {
+        Some(l) => vec![(64, l.clamp(1, 1 << 20) as u32)],
+        None if quick => vec![(16, 4096), (1, 32768)],
+        None => [1, 16, 64, 256]
+            .into_iter()
+            .flat_map(|b| [512u32, 4096, 32768].map(move |l| (b, l)))
+            .collect(),
+    }
+}
+
+/// Context lengths drawn uniformly in [1, L] (seeded).
+pub fn lengths(batch: usize, l: u32, seed: u64) -> Vec<u32> {
+    let mut r = rng(seed);
+    (0..batch).map(|_| r.random_range(1..=l)).collect()
+}
+
+/// The family's bench cases.
+pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
+    let mut out = Vec::new();
+    for (batch, l) in shapes(quick, size) {
+        let lens = lengths(batch, l, seed ^ (batch as u64 * 31 + l as u64));
+        let s = super::launch::DecodeShape {
+            batch,
+            hq: HEADS.hq,
+            hkv: HEADS.hkv,
+            dim: HEADS.dim,
+            page_size: HEADS.page_size,
+            num_pages: POOL_PAGES,
+            max_pages: (l as usize).div_ceil(HEADS.page_size),
+        };
+        for v in LADDER {
+            let lens = lens.clone();
+            let cost = v.modelled(&s, &lens);
+            out.push(Case {
+                family: super::FAMILY.name,
+                variant: v.row_variant(HEADS.dim),
+                kernels: vec![v.kernel_use(&s)],
+                ladder: "decode",
+                shape: format!("batch {batch} L {l}"),
+                note: format!(
+                    "Hq {} Hkv {} D {} page {}; {} keys",
+                    HEADS.hq,
+                    HEADS.hkv,
+                    HEADS.dim,
+                    HEADS.page_size,
+                    lens.iter().map(|&x| x as u64).sum::<u64>()
+                ),
+                cost,
+                torch: None,
+                prepare: Box::new(move |gpu: &Gpu| {
+                    let p = problem(gpu, HEADS, &lens, Some(POOL_PAGES), seed ^ 0xdec0)?;
+                    let out = Buf::alloc(gpu, Dtype::Bf16, p.kv.shape.q_elements())?;
+                    Ok(Box::new(DecodeWork { v, p, out }) as Box<dyn Workload>)
+                }),
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod unit_tests {
+    use super::*;
+
+    #[test]
+    fn cases_cover_the_ladder() {
+        assert_eq!(cases(false, None, 1).len(), 12 * LADDER.len());
+        assert_eq!(cases(true, None, 1).len(), 2 * LADDER.len());
+        let l = lengths(64, 4096, 7);
+        assert!(l.iter().all(|&x| (1..=4096).contains(&x)));
+        assert_eq!(l, lengths(64, 4096, 7), "seeded");
+    }
+}

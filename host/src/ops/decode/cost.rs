@@ -1,0 +1,61 @@
+//! decode: FLOPs and the fewest bytes a decode step must move, from the context lengths,
+//! and each variant's modelled traffic.
+
+use super::launch::{DecodeShape, Variant};
+use crate::cost::{Bytes, Cost, Flops};
+
+/// 4·D FLOPs per (query head, key); bytes: the K and V rows the contexts need (each KV
+/// head's, once), q read and out written, the block-table entries used and the lengths.
+pub fn cost(s: &DecodeShape, lens: &[u32]) -> Cost {
+    let keys: u64 = lens.iter().map(|&l| l as u64).sum();
+    let pages: u64 = lens
+        .iter()
+        .map(|&l| (l as u64).div_ceil(s.page_size as u64))
+        .sum();
+    let (d, hq, hkv) = (s.dim as u64, s.hq as u64, s.hkv as u64);
+    Cost::new(
+        Flops(4 * d * hq * keys),
+        Bytes::of::<u16>(2 * keys * hkv * d + 2 * s.q_elements() as u64)
+            + Bytes::of::<u32>(pages + lens.len() as u64),
+    )
+}
+
+impl Variant {
+    /// v01 reads each KV head's rows once per query head of its group (the extra reads may
+    /// hit L2; the model counts them as DRAM traffic, the worst case).
+    pub fn modelled(self, s: &DecodeShape, lens: &[u32]) -> Cost {
+        let base = cost(s, lens);
+        match self {
+            Variant::V01BlockPerHead => {
+                let keys: u64 = lens.iter().map(|&l| l as u64).sum();
+                let extra = ((s.hq / s.hkv) as u64 - 1) * 2 * keys * s.hkv as u64 * s.dim as u64;
+                base.with_modelled(base.min_bytes + Bytes::of::<u16>(extra))
+            }
+            Variant::V02GqaGrouped => base,
+        }
+    }
+}
+
+#[cfg(test)]
+mod unit_tests {
+    use super::*;
+
+    #[test]
+    fn cost_by_hand() {
+        let s = DecodeShape {
+            batch: 2,
+            hq: 4,
+            hkv: 2,
+            dim: 64,
+            page_size: 16,
+            num_pages: 4,
+            max_pages: 2,
+        };
+        let c = cost(&s, &[17, 1]);
+        assert_eq!(c.flops, Flops(4 * 64 * 4 * 18));
+        // K and V: 18 keys × 2 heads × 64 × 2 B each; q and out 2·4·64·2 B; 3 pages + 2 lens.
+        assert_eq!(c.min_bytes, Bytes(2 * 18 * 2 * 64 * 2 + 2 * 2 * 4 * 64 * 2 + 4 * 5));
+        let m = Variant::V01BlockPerHead.modelled(&s, &[17, 1]);
+        assert_eq!(m.modelled_bytes, Bytes(c.min_bytes.0 + 2 * 18 * 2 * 64 * 2));
+    }
+}

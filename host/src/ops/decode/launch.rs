@@ -1,0 +1,301 @@
+//! decode: the variants, the paged cache and its checks, the launch geometry and the safe
+//! wrapper.
+
+use rooflab_kernels::decode::{
+    HEAD_DIMS, MAX_GROUP, shared_f32, v01_block_per_head, v02_gqa_grouped,
+};
+
+use crate::bench::KernelUse;
+use crate::error::{Error, Result};
+use crate::gpu::{DeviceArray, Gpu, Kernel, KernelId, LaunchConfig};
+use crate::tensor::{Buf, Dtype, expect_buf};
+
+/// The decode ladder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variant {
+    V01BlockPerHead,
+    V02GqaGrouped,
+}
+
+pub const LADDER: [Variant; 2] = [Variant::V01BlockPerHead, Variant::V02GqaGrouped];
+
+/// The sizes of one decode step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecodeShape {
+    pub batch: usize,
+    /// Query heads and KV heads (GQA: `hq` a multiple of `hkv`).
+    pub hq: usize,
+    pub hkv: usize,
+    pub dim: usize,
+    /// Keys a page holds, pages in the cache, and block-table entries per sequence.
+    pub page_size: usize,
+    pub num_pages: usize,
+    pub max_pages: usize,
+}
+
+impl DecodeShape {
+    /// Elements of one cache (K or V).
+    pub fn cache_elements(&self) -> usize {
+        self.num_pages * self.page_size * self.hkv * self.dim
+    }
+    /// Elements of q (and out).
+    pub fn q_elements(&self) -> usize {
+        self.batch * self.hq * self.dim
+    }
+    pub fn scale(&self) -> f32 {
+        1.0 / (self.dim as f32).sqrt()
+    }
+}
+
+/// Parameters shared by every entry: q, the caches, the block table, the context lengths,
+/// out, Hq, Hkv, page size, max pages, scale.
+pub type DecodeKernel = Kernel<(
+    *const u16,
+    *const u16,
+    *const u16,
+    *const u32,
+    *const u32,
+    *mut u16,
+    u32,
+    u32,
+    u32,
+    u32,
+    f32,
+)>;
+
+impl Variant {
+    pub fn kernel(self, dim: usize) -> DecodeKernel {
+        match (self, dim) {
+            (Variant::V01BlockPerHead, 128) => v01_block_per_head::decode_v01_block_per_head_d128,
+            (Variant::V01BlockPerHead, _) => v01_block_per_head::decode_v01_block_per_head_d64,
+            (Variant::V02GqaGrouped, 128) => v02_gqa_grouped::decode_v02_gqa_grouped_d128,
+            (Variant::V02GqaGrouped, _) => v02_gqa_grouped::decode_v02_gqa_grouped_d64,
+        }
+    }
+
+    /// The variant file's stem, e.g. `v02_gqa_grouped`.
+    pub fn stem(self) -> &'static str {
+        self.kernel(64).stem()
+    }
+
+    /// The bench row's variant: the stem and the head dim.
+    pub fn row_variant(self, dim: usize) -> String {
+        format!("{}_d{dim}", self.stem())
+    }
+
+    /// Query heads (warps) one block serves.
+    pub fn warps(self, s: &DecodeShape) -> usize {
+        match self {
+            Variant::V01BlockPerHead => 1,
+            Variant::V02GqaGrouped => s.hq / s.hkv.max(1),
+        }
+    }
+
+    pub fn kernel_use(self, s: &DecodeShape) -> KernelUse {
+        let w = self.warps(s) as u32;
+        KernelUse::new(self.kernel(s.dim), 32 * w, 4 * shared_f32(w, s.dim as u32))
+    }
+
+    pub fn kernels(self, dim: usize) -> Vec<KernelId> {
+        vec![self.kernel(dim).id()]
+    }
+}
+
+/// A paged KV cache with its block table and context lengths, checked once.
+pub struct PagedKv {
+    pub shape: DecodeShape,
+    pub k_cache: Buf,
+    pub v_cache: Buf,
+    pub table: DeviceArray<u32>,
+    pub lens: DeviceArray<u32>,
+    /// The host copies the checks (and the reference and the cost) read.
+    pub table_host: Vec<u32>,
+    pub lens_host: Vec<u32>,
+}
+
+impl PagedKv {
+    /// Checks the shape, the caches, every block-table entry a context uses and every
+    /// context length, then uploads the table and the lengths. Nothing past a sequence's
+    /// last used page is read, so those entries may hold anything.
+    pub fn new(
+        gpu: &Gpu,
+        shape: DecodeShape,
+        k_cache: Buf,
+        v_cache: Buf,
+        table: &[u32],
+        lens: &[u32],
+    ) -> Result<PagedKv> {
+        let op = "decode";
+        let bad = |what: String| Error::Shape { op: op.into(), what };
+        let s = shape;
+        if !HEAD_DIMS.contains(&(s.dim as u32)) {
+            return Err(bad(format!(
+                "head dim {} is not supported: the kernels are built for D in {HEAD_DIMS:?}",
+                s.dim
+            )));
+        }
+        if s.hkv == 0 || s.hq == 0 || !s.hq.is_multiple_of(s.hkv) {
+            return Err(bad(format!(
+                "Hq = {} is not a multiple of Hkv = {} (grouped-query attention shares each \
+                 KV head among Hq/Hkv query heads)",
+                s.hq, s.hkv
+            )));
+        }
+        if s.page_size == 0 {
+            return Err(bad("page size 0".into()));
+        }
+        if s.batch > 65535 {
+            return Err(Error::TooLarge {
+                op: op.into(),
+                what: "batch (blocks in y)".into(),
+                value: s.batch as u64,
+                limit: 65535,
+            });
+        }
+        // The kernels index pages and slots in 64 bits, table rows and heads in 32.
+        for (what, v) in [
+            ("max_pages·page_size", s.max_pages as u64 * s.page_size as u64),
+            ("batch·Hq·D", s.q_elements() as u64),
+            ("batch·max_pages", s.batch as u64 * s.max_pages as u64),
+            ("num_pages", s.num_pages as u64),
+        ] {
+            if v > u32::MAX as u64 {
+                return Err(Error::TooLarge {
+                    op: op.into(),
+                    what: what.into(),
+                    value: v,
+                    limit: u32::MAX as u64,
+                });
+            }
+        }
+        expect_buf(op, "K cache", &k_cache, Dtype::Bf16, s.cache_elements())?;
+        expect_buf(op, "V cache", &v_cache, Dtype::Bf16, s.cache_elements())?;
+        if table.len() != s.batch * s.max_pages {
+            return Err(bad(format!(
+                "the block table has {} entries, expected batch {} × max_pages {}",
+                table.len(),
+                s.batch,
+                s.max_pages
+            )));
+        }
+        if lens.len() != s.batch {
+            return Err(bad(format!(
+                "{} context lengths for a batch of {}",
+                lens.len(),
+                s.batch
+            )));
+        }
+        let capacity = s.max_pages * s.page_size;
+        for (b, &len) in lens.iter().enumerate() {
+            if len == 0 {
+                return Err(bad(format!(
+                    "context length 0 for sequence {b}: there is nothing to attend to (drop \
+                     the sequence from the batch)"
+                )));
+            }
+            if len as usize > capacity {
+                return Err(bad(format!(
+                    "context length {len} for sequence {b} is past the table's capacity, \
+                     max_pages {} × page size {} = {capacity}",
+                    s.max_pages, s.page_size
+                )));
+            }
+            let used = (len as usize).div_ceil(s.page_size);
+            let row = &table[b * s.max_pages..b * s.max_pages + used];
+            if let Some((p, &page)) = row.iter().enumerate().find(|&(_, &p)| p as usize >= s.num_pages) {
+                return Err(bad(format!(
+                    "block table entry [{b}][{p}] = {page} is past the cache's {} pages",
+                    s.num_pages
+                )));
+            }
+        }
+        Ok(PagedKv {
+            shape,
+            k_cache,
+            v_cache,
+            table: gpu.upload(table)?,
+            lens: gpu.upload(lens)?,
+            table_host: table.to_vec(),
+            lens_host: lens.to_vec(),
+        })
+    }
+}
+
+/// One decode step with the given variant: `out[b][h] = softmax(q·Kᵀ/√D)·V` over sequence
+/// b's context.
+pub fn decode(gpu: &Gpu, var: Variant, q: &Buf, kv: &PagedKv, out: &mut Buf) -> Result<()> {
+    let s = kv.shape;
+    let kernel = var.kernel(s.dim);
+    let op = kernel.name();
+    expect_buf(op, "q", q, Dtype::Bf16, s.q_elements())?;
+    expect_buf(op, "out", out, Dtype::Bf16, s.q_elements())?;
+    let warps = var.warps(&s);
+    if warps as u32 > MAX_GROUP {
+        return Err(Error::Shape {
+            op: op.into(),
+            what: format!(
+                "a GQA group of {warps} query heads (Hq {} / Hkv {}) is past the {MAX_GROUP} \
+                 warps a block of this step serves; use v01",
+                s.hq, s.hkv
+            ),
+        });
+    }
+    if s.batch == 0 {
+        return Ok(());
+    }
+    let cfg = LaunchConfig {
+        grid: ((s.hq / warps) as u32, s.batch as u32, 1),
+        block: (32 * warps as u32, 1, 1),
+        shared_bytes: 4 * shared_f32(warps as u32, s.dim as u32),
+    };
+    // SAFETY: q, out hold B·Hq·D bf16, the caches num_pages·page_size·Hkv·D (checked);
+    // the table entries a context uses are < num_pages and each length is in 1..=capacity
+    // (checked by PagedKv::new); the grid is (Hq / W, B) of W warps, W dividing the group,
+    // with the shared memory the body needs.
+    unsafe {
+        gpu.launch(
+            kernel,
+            cfg,
+            (
+                q.view::<u16>(op)?,
+                kv.k_cache.view::<u16>(op)?,
+                kv.v_cache.view::<u16>(op)?,
+                kv.table.view(),
+                kv.lens.view(),
+                out.view_mut::<u16>(op)?,
+                s.hq as u32,
+                s.hkv as u32,
+                s.page_size as u32,
+                s.max_pages as u32,
+                s.scale(),
+            ),
+        )
+    }
+}
+
+#[cfg(test)]
+mod unit_tests {
+    use super::*;
+
+    #[test]
+    fn names_and_geometry() {
+        assert_eq!(Variant::V01BlockPerHead.stem(), "v01_block_per_head");
+        assert_eq!(Variant::V02GqaGrouped.row_variant(128), "v02_gqa_grouped_d128");
+        let s = DecodeShape {
+            batch: 64,
+            hq: 32,
+            hkv: 8,
+            dim: 128,
+            page_size: 16,
+            num_pages: 1,
+            max_pages: 1,
+        };
+        assert_eq!(Variant::V02GqaGrouped.warps(&s), 4);
+        for v in LADDER {
+            let u = v.kernel_use(&s);
+            assert!(u.shared_bytes <= 48 * 1024);
+        }
+        let g16 = DecodeShape { hq: 16, hkv: 1, ..s };
+        assert!(4 * shared_f32(Variant::V02GqaGrouped.warps(&g16) as u32, 128) <= 48 * 1024);
+    }
+}

@@ -1,0 +1,242 @@
+//! decode: the GPU correctness tests (both steps against the f64 reference: context lengths
+//! around the page size, shuffled block tables, one sequence much longer than the rest, both
+//! head dims, odd page sizes; bad input refused), and the check the bench reuses.
+
+use rand::Rng;
+use rand::seq::SliceRandom;
+
+use super::launch::{DecodeShape, LADDER, PagedKv, Variant, decode};
+use super::reference::decode_ref;
+use crate::check::{compare_f32, random_f32, rng};
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+use crate::tensor::{Buf, Dtype};
+use crate::testing::{GpuTest, expect_error};
+
+/// (rel, abs), as `attention`'s.
+pub const TOLERANCE: (f32, f32) = (8e-3, 4e-3);
+
+/// One random decode step on the GPU, with the host copies the reference reads.
+pub struct Problem {
+    pub kv: PagedKv,
+    pub q: Buf,
+    pub qh: Vec<f32>,
+    pub kh: Vec<f32>,
+    pub vh: Vec<f32>,
+}
+
+/// Heads, dim and page size of a problem.
+#[derive(Clone, Copy, Debug)]
+pub struct Heads {
+    pub hq: usize,
+    pub hkv: usize,
+    pub dim: usize,
+    pub page_size: usize,
+}
+
+/// A batch with contexts `lens`: with `pool = None` every page a context uses is its own,
+/// the cache's pages shuffled (plus 3 spare), entries past a sequence's last page left as
+/// `u32::MAX` (never read); with `Some(n)` the cache is `n` pages and each entry is drawn
+/// from them at random (sequences then share pages, as shared prefixes do). q, K, V are
+/// uniform in [-1, 1), rounded to bf16.
+pub fn problem(
+    gpu: &Gpu,
+    h: Heads,
+    lens: &[u32],
+    pool: Option<usize>,
+    seed: u64,
+) -> Result<Problem> {
+    let mut r = rng(seed);
+    let ps = h.page_size;
+    let used: Vec<usize> = lens.iter().map(|&l| (l as usize).div_ceil(ps)).collect();
+    let max_pages = used.iter().copied().max().unwrap_or(1).max(1);
+    let num_pages = pool.unwrap_or(used.iter().sum::<usize>() + 3);
+    let mut table = vec![u32::MAX; lens.len() * max_pages];
+    match pool {
+        None => {
+            let mut perm: Vec<u32> = (0..num_pages as u32).collect();
+            perm.shuffle(&mut r);
+            let mut next = perm.into_iter();
+            for (b, &u) in used.iter().enumerate() {
+                for p in 0..u {
+                    table[b * max_pages + p] = next.next().expect("enough pages");
+                }
+            }
+        }
+        Some(n) => {
+            for (b, &u) in used.iter().enumerate() {
+                for p in 0..u {
+                    table[b * max_pages + p] = r.random_range(0..n as u32);
+                }
+            }
+        }
+    }
+    let shape = DecodeShape {
+        batch: lens.len(),
+        hq: h.hq,
+        hkv: h.hkv,
+        dim: h.dim,
+        page_size: ps,
+        num_pages,
+        max_pages,
+    };
+    let mut rand_bf16 = |n| -> Vec<f32> {
+        random_f32(&mut r, n, -1.0, 1.0)
+            .into_iter()
+            .map(|x| Dtype::Bf16.quantize(x))
+            .collect()
+    };
+    let (qh, kh, vh) = (
+        rand_bf16(shape.q_elements()),
+        rand_bf16(shape.cache_elements()),
+        rand_bf16(shape.cache_elements()),
+    );
+    let kv = PagedKv::new(
+        gpu,
+        shape,
+        Buf::upload(gpu, Dtype::Bf16, &kh)?,
+        Buf::upload(gpu, Dtype::Bf16, &vh)?,
+        &table,
+        lens,
+    )?;
+    Ok(Problem {
+        q: Buf::upload(gpu, Dtype::Bf16, &qh)?,
+        kv,
+        qh,
+        kh,
+        vh,
+    })
+}
+
+/// One launch into a poisoned output, then the sequences `seqs` (every head) against the
+/// f64 reference, and no NaN anywhere in the output.
+pub fn check(gpu: &Gpu, v: Variant, p: &Problem, seqs: &[usize]) -> Result<()> {
+    let s = p.kv.shape;
+    let mut out = Buf::alloc(gpu, Dtype::Bf16, s.q_elements())?;
+    out.poison(gpu)?;
+    decode(gpu, v, &p.q, &p.kv, &mut out)?;
+    gpu.sync()?;
+    let got = out.to_f32()?;
+    let what = format!(
+        "{} batch {} Hq {} Hkv {} page {} lens {:?}",
+        v.row_variant(s.dim),
+        s.batch,
+        s.hq,
+        s.hkv,
+        s.page_size,
+        &p.kv.lens_host[..p.kv.lens_host.len().min(8)]
+    );
+    if let Some(i) = got.iter().position(|x| !x.is_finite()) {
+        return Err(Error::Mismatch(format!("{what}: out[{i}] = {}", got[i])));
+    }
+    let want: Vec<f32> = decode_ref(
+        &s,
+        &p.qh,
+        &p.kh,
+        &p.vh,
+        &p.kv.table_host,
+        &p.kv.lens_host,
+        seqs,
+    )
+    .into_iter()
+    .map(|x| x as f32)
+    .collect();
+    let row = s.hq * s.dim;
+    let got_seqs: Vec<f32> = seqs
+        .iter()
+        .flat_map(|&b| got[b * row..(b + 1) * row].to_vec())
+        .collect();
+    compare_f32(&what, &got_seqs, &want, TOLERANCE.0, TOLERANCE.1).map_err(Error::Mismatch)
+}
+
+/// The batches every step's test runs: (heads, context lengths).
+fn test_batches() -> Vec<(Heads, Vec<u32>)> {
+    let h = |hq, hkv, dim, page_size| Heads {
+        hq,
+        hkv,
+        dim,
+        page_size,
+    };
+    vec![
+        // Around the page size and the 32-key tile.
+        (h(4, 2, 64, 16), vec![1, 15, 16, 17, 31, 32, 33]),
+        // The model's heads; one sequence far longer than the rest.
+        (h(32, 8, 128, 16), vec![5, 4097, 1, 300]),
+        // Odd page sizes, no GQA and a group of 16.
+        (h(8, 8, 64, 7), vec![1, 7, 8, 100]),
+        (h(16, 1, 128, 1), vec![1, 2, 65]),
+    ]
+}
+
+/// The family's GPU tests.
+pub fn tests(seed: u64) -> Vec<GpuTest> {
+    let mut t = Vec::new();
+    for v in LADDER {
+        t.push(GpuTest::new(
+            format!("decode_{}_matches_cpu", v.stem()),
+            move |gpu| {
+                for (i, (h, lens)) in test_batches().into_iter().enumerate() {
+                    let p = problem(gpu, h, &lens, None, seed + i as u64)?;
+                    let all: Vec<usize> = (0..lens.len()).collect();
+                    check(gpu, v, &p, &all)?;
+                }
+                // Shared pages drawn at random (the bench's layout).
+                let h = Heads {
+                    hq: 8,
+                    hkv: 2,
+                    dim: 128,
+                    page_size: 16,
+                };
+                let p = problem(gpu, h, &[40, 1000, 3], Some(50), seed ^ 0xdec)?;
+                check(gpu, v, &p, &[0, 1, 2])
+            },
+        ));
+    }
+    t.push(GpuTest::new(
+        "decode_bad_input_is_refused_before_launch",
+        |gpu| {
+            let s = DecodeShape {
+                batch: 2,
+                hq: 4,
+                hkv: 2,
+                dim: 64,
+                page_size: 16,
+                num_pages: 4,
+                max_pages: 2,
+            };
+            let cache = || Buf::alloc(gpu, Dtype::Bf16, s.cache_elements());
+            let new = |s: DecodeShape, table: &[u32], lens: &[u32]| {
+                PagedKv::new(gpu, s, cache()?, cache()?, table, lens).map(|_| ())
+            };
+            new(s, &[0, 1, 2, 3], &[32, 17])?;
+            expect_error(new(s, &[0, 4, 2, 3], &[32, 17]), &["[0][1] = 4", "4 pages"])?;
+            expect_error(new(s, &[0, 1, 2, 3], &[33, 1]), &["33", "capacity", "32"])?;
+            expect_error(new(s, &[0, 1, 2, 3], &[0, 1]), &["context length 0"])?;
+            expect_error(new(DecodeShape { hq: 5, ..s }, &[0, 1, 2, 3], &[1, 1]), &["multiple of Hkv"])?;
+            expect_error(new(DecodeShape { dim: 96, ..s }, &[0, 1, 2, 3], &[1, 1]), &["head dim 96"])?;
+            expect_error(new(s, &[0, 1, 2], &[1, 1]), &["3 entries"])?;
+            expect_error(new(s, &[0, 1, 2, 3], &[1]), &["1 context lengths"])?;
+            // Entries past a sequence's last page are never read: anything goes there.
+            new(s, &[0, u32::MAX, 2, u32::MAX], &[16, 5])?;
+            // A GQA group past what v02's block serves.
+            let g = DecodeShape {
+                hq: 32,
+                hkv: 1,
+                ..s
+            };
+            let kv = PagedKv::new(gpu, g, cache()?, cache()?, &[0, 1, 2, 3], &[1, 1])?;
+            let q = Buf::alloc(gpu, Dtype::Bf16, g.q_elements())?;
+            let mut out = Buf::alloc(gpu, Dtype::Bf16, g.q_elements())?;
+            expect_error(
+                decode(gpu, Variant::V02GqaGrouped, &q, &kv, &mut out),
+                &["group of 32", "use v01"],
+            )?;
+            let short = Buf::alloc(gpu, Dtype::Bf16, g.q_elements() - 1)?;
+            expect_error(
+                decode(gpu, Variant::V01BlockPerHead, &short, &kv, &mut out),
+                &["q has"],
+            )
+        },
+    ));
+    t
+}

@@ -1,0 +1,145 @@
+//! Family `decode`: one decoding step of attention over a paged KV cache (vLLM's layout),
+//! with grouped-query attention.
+//!
+//! Per step: queries `q[B][Hq][D]` bf16; the caches `k_cache`, `v_cache` as pages
+//! `[num_pages][page_size][Hkv][D]` bf16; a block table `[B][max_pages]` of page indices (a
+//! sequence's pages need not be contiguous or in order) and context lengths `[B]`. Query
+//! head `h` reads KV head `h / (Hq / Hkv)`. Output `out[B][Hq][D]` bf16:
+//! `softmax(q·Kᵀ/√D)·V` over the sequence's first `context_lens[b]` keys. Arithmetic in f32.
+//!
+//! The two steps share [`paged_attention`]: a block of `W` warps takes `W` query heads of
+//! one sequence that read the same KV head, walks the context in tiles of `KEYS` keys
+//! (gathered through the block table into shared memory), and keeps each head's output row
+//! in registers with an online softmax (as `attention::v02_fused_simt`). What differs is the
+//! launch: v01 gives each query head its own block (W = 1: a KV head's bytes are read once
+//! per query head of its group), v02 one block per KV head with its whole group (W = Hq/Hkv:
+//! each KV byte read once).
+
+pub mod v01_block_per_head;
+pub mod v02_gqa_grouped;
+
+/// The head dims the kernels are built for.
+pub const HEAD_DIMS: [u32; 2] = [64, 128];
+/// Keys per tile: one per lane.
+pub const KEYS: u32 = 32;
+/// Most query heads a block serves (v02: the GQA group), 16 warps.
+pub const MAX_GROUP: u32 = 16;
+
+/// Dynamic shared memory, in f32, of a block serving `warps` query heads at head dim `d`:
+/// the scaled query rows, the K tile (rows padded by one word) and the V tile.
+pub const fn shared_f32(warps: u32, d: u32) -> u32 {
+    warps * d + KEYS * (d + 1) + KEYS * d
+}
+
+/// The kernel body shared by v01 and v02 (see the module docs).
+///
+/// # Safety
+/// The buffers have the shapes of the module docs; every block-table entry a context needs
+/// is `< num_pages` and every context length is in `1..=max_pages·page_size` (the host checks
+/// both); the launch has `blockDim.x = 32·W` with `W` dividing `Hq/Hkv` (or `W = 1`), grid
+/// `(Hq / W, B)` and `4·shared_f32(W, D)` bytes of dynamic shared memory.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn paged_attention<const D: usize, const PER: usize>(
+    q: *const u16,
+    k_cache: *const u16,
+    v_cache: *const u16,
+    block_table: *const u32,
+    context_lens: *const u32,
+    out: *mut u16,
+    hq: u32,
+    hkv: u32,
+    page_size: u32,
+    max_pages: u32,
+    scale: f32,
+) {
+    use crate::gpu::{bf16, math, shared, sync_threads, thread, warp};
+    const { assert!(D == 32 * PER) };
+    let t = thread::thread_idx_x();
+    let warps = thread::block_dim_x() / warp::WARP_SIZE;
+    let (w, lane) = (t / warp::WARP_SIZE, warp::lane_id());
+    let b = thread::block_idx_y();
+    let h = thread::block_idx_x() * warps + w;
+    // The block's query heads share one KV head (W divides the group, or W = 1).
+    let kvh = thread::block_idx_x() * warps / (hq / hkv);
+    let dd = D as u32;
+    let smem = shared::dynamic_shared_mem::<f32>();
+    let sl = scale * core::f32::consts::LOG2_E;
+    // SAFETY: (whole body) q/out rows are (b, h) with h < hq; cache rows are gathered from
+    // pages the block table names for keys < context length (host-checked in bounds);
+    // shared accesses stay in the three regions of `shared_f32(W, D)`; every thread reaches
+    // every barrier (the loop bound is the same for the whole block).
+    unsafe {
+        let len = *context_lens.add(b as usize);
+        let (qs, ks) = (smem, smem.add((warps * dd) as usize));
+        let vs = ks.add((KEYS * (dd + 1)) as usize);
+        let mut e = t;
+        while e < warps * dd {
+            let (r, d) = (e / dd, e % dd);
+            let head = thread::block_idx_x() * warps + r;
+            *qs.add(e as usize) = bf16::to_f32(*q.add(((b * hq + head) * dd + d) as usize)) * sl;
+            e += thread::block_dim_x();
+        }
+        let table = block_table.add(b as usize * max_pages as usize);
+        let mut m = f32::NEG_INFINITY;
+        let mut l = 0.0f32;
+        let mut acc = [0.0f32; PER];
+        let mut j0 = 0;
+        while j0 < len {
+            sync_threads();
+            let mut e = t;
+            while e < KEYS * dd {
+                let (r, d) = (e / dd, e % dd);
+                let j = j0 + r;
+                let (kv, vv) = if j < len {
+                    let page = *table.add((j / page_size) as usize) as u64;
+                    let slot = (page * page_size as u64 + (j % page_size) as u64) * hkv as u64;
+                    let at = ((slot + kvh as u64) * D as u64) as usize + d as usize;
+                    (
+                        bf16::to_f32(*k_cache.add(at)),
+                        bf16::to_f32(*v_cache.add(at)),
+                    )
+                } else {
+                    (0.0, 0.0)
+                };
+                *ks.add((r * (dd + 1) + d) as usize) = kv;
+                *vs.add(e as usize) = vv;
+                e += thread::block_dim_x();
+            }
+            sync_threads();
+            let j = j0 + lane;
+            let mut s = f32::NEG_INFINITY;
+            if j < len {
+                let (qr, kr) = (qs.add(w as usize * D), ks.add((lane * (dd + 1)) as usize));
+                let mut dot = 0.0f32;
+                for d in 0..D {
+                    dot = math::fma(*qr.add(d), *kr.add(d), dot);
+                }
+                s = dot;
+            }
+            // Key j0 < len is in every tile, so m' is finite.
+            let m_new = math::max(m, warp::max_f32(s));
+            let p = math::exp2(s - m_new);
+            let corr = math::exp2(m - m_new);
+            l = math::fma(l, corr, warp::sum_f32(p));
+            for a in acc.iter_mut() {
+                *a *= corr;
+            }
+            for jj in 0..KEYS {
+                let pj = warp::shfl_idx_f32(p, jj);
+                let vr = vs.add((jj * dd + lane) as usize);
+                for (x, a) in acc.iter_mut().enumerate() {
+                    *a = math::fma(pj, *vr.add(32 * x), *a);
+                }
+            }
+            m = m_new;
+            j0 += KEYS;
+        }
+        let inv = 1.0 / l;
+        let o = out.add(((b * hq + h) * dd + lane) as usize);
+        for (x, a) in acc.iter().enumerate() {
+            *o.add(32 * x) = bf16::from_f32(*a * inv);
+        }
+    }
+}
