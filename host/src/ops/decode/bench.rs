@@ -1,5 +1,5 @@
-//! decode: the bench cases (batch 1, 16, 64, 256 × contexts drawn in [1, L] for L 512, 4096,
-//! 32768; Hq 32, Hkv 8, D 128, pages of 16).
+//! decode: the bench cases (batch 1, 16, 64, 256 × contexts of L and drawn in [1, L] for L
+//! 512, 4096, 32768; Hq 32, Hkv 8, D 128, pages of 16).
 
 use super::launch::{LADDER, Variant, decode};
 use super::tests::{Heads, Problem, check, problem};
@@ -56,10 +56,13 @@ pub fn shapes(quick: bool, size: Option<u64>) -> Vec<(usize, u32)> {
     }
 }
 
-/// Context lengths drawn uniformly in [1, L] (seeded).
+/// Context lengths: the first sequence exactly L (so batch 1 is a context of L, and every
+/// batch has its longest), the others drawn uniformly in [1, L] (seeded).
 pub fn lengths(batch: usize, l: u32, seed: u64) -> Vec<u32> {
     let mut r = rng(seed);
-    (0..batch).map(|_| r.random_range(1..=l)).collect()
+    (0..batch)
+        .map(|b| if b == 0 { l } else { r.random_range(1..=l) })
+        .collect()
 }
 
 /// The family's bench cases.
@@ -116,6 +119,7 @@ mod unit_tests {
         assert_eq!(cases(true, None, 1).len(), 2 * LADDER.len());
         let l = lengths(64, 4096, 7);
         assert!(l.iter().all(|&x| (1..=4096).contains(&x)));
+        assert_eq!(l[0], 4096);
         assert_eq!(l, lengths(64, 4096, 7), "seeded");
     }
 }
