@@ -17,6 +17,7 @@
 
 pub mod v01_block_per_head;
 pub mod v02_gqa_grouped;
+pub mod v03_split_k;
 
 /// The head dims the kernels are built for.
 pub const HEAD_DIMS: [u32; 2] = [64, 128];
@@ -31,13 +32,11 @@ pub const fn shared_f32(warps: u32, d: u32) -> u32 {
     warps * d + KEYS * (d + 1) + KEYS * d
 }
 
-/// The kernel body shared by v01 and v02 (see the module docs).
+/// The kernel body shared by v01 and v02 (see the module docs): the whole context, the
+/// normalized output row.
 ///
 /// # Safety
-/// The buffers have the shapes of the module docs; every block-table entry a context needs
-/// is `< num_pages` and every context length is in `1..=max_pages·page_size` (the host checks
-/// both); the launch has `blockDim.x = 32·W` with `W` dividing `Hq/Hkv` (or `W = 1`), grid
-/// `(Hq / W, B)` and `4·shared_f32(W, D)` bytes of dynamic shared memory.
+/// As [`paged_range`] with `gridDim.z = 1`.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
@@ -53,6 +52,58 @@ pub(crate) unsafe fn paged_attention<const D: usize, const PER: usize>(
     page_size: u32,
     max_pages: u32,
     scale: f32,
+) {
+    // SAFETY: forwarded; one split as long as any context.
+    unsafe {
+        paged_range::<D, PER, false>(
+            q,
+            k_cache,
+            v_cache,
+            block_table,
+            context_lens,
+            out,
+            core::ptr::null_mut(),
+            core::ptr::null_mut(),
+            hq,
+            hkv,
+            page_size,
+            max_pages,
+            scale,
+            u32::MAX,
+        )
+    }
+}
+
+/// The body over block `z`'s slice of each context: keys `[z·split_len, (z+1)·split_len)`
+/// cut to the context length. `PARTIAL == false` (one slice): the normalized row to `out`.
+/// `PARTIAL == true` (v03): the unnormalized row, its max `m` (log2 domain) and sum `l` to
+/// the workspace, `((b·Hq + h)·gridDim.z + z)`-th row of `ws_o` (D f32) and pair of `ws_ml`;
+/// an empty slice writes `m = -inf, l = 0` and zeros.
+///
+/// # Safety
+/// The buffers have the shapes of the module docs; every block-table entry a context needs
+/// is `< num_pages` and every context length is in `1..=max_pages·page_size` (the host checks
+/// both); the launch has `blockDim.x = 32·W` with `W` dividing `Hq/Hkv` (or `W = 1`), grid
+/// `(Hq / W, B, splits)` and `4·shared_f32(W, D)` bytes of dynamic shared memory; with
+/// `PARTIAL`, the workspace holds `B·Hq·splits` rows of D f32 and pairs of f32.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn paged_range<const D: usize, const PER: usize, const PARTIAL: bool>(
+    q: *const u16,
+    k_cache: *const u16,
+    v_cache: *const u16,
+    block_table: *const u32,
+    context_lens: *const u32,
+    out: *mut u16,
+    ws_o: *mut f32,
+    ws_ml: *mut f32,
+    hq: u32,
+    hkv: u32,
+    page_size: u32,
+    max_pages: u32,
+    scale: f32,
+    split_len: u32,
 ) {
     use crate::gpu::{bf16, math, shared, sync_threads, thread, warp};
     const { assert!(D == 32 * PER) };
@@ -72,6 +123,10 @@ pub(crate) unsafe fn paged_attention<const D: usize, const PER: usize>(
     // every barrier (the loop bound is the same for the whole block).
     unsafe {
         let len = *context_lens.add(b as usize);
+        let z = thread::block_idx_z();
+        // 64-bit: z·split_len passes 2^32 when split_len is u32::MAX (one split).
+        let begin = (z as u64 * split_len as u64).min(len as u64) as u32;
+        let end = (begin as u64 + split_len as u64).min(len as u64) as u32;
         let (qs, ks) = (smem, smem.add((warps * dd) as usize));
         let vs = ks.add((KEYS * (dd + 1)) as usize);
         let mut e = t;
@@ -85,14 +140,14 @@ pub(crate) unsafe fn paged_attention<const D: usize, const PER: usize>(
         let mut m = f32::NEG_INFINITY;
         let mut l = 0.0f32;
         let mut acc = [0.0f32; PER];
-        let mut j0 = 0;
-        while j0 < len {
+        let mut j0 = begin;
+        while j0 < end {
             sync_threads();
             let mut e = t;
             while e < KEYS * dd {
                 let (r, d) = (e / dd, e % dd);
                 let j = j0 + r;
-                let (kv, vv) = if j < len {
+                let (kv, vv) = if j < end {
                     let page = *table.add((j / page_size) as usize) as u64;
                     let slot = (page * page_size as u64 + (j % page_size) as u64) * hkv as u64;
                     let at = ((slot + kvh as u64) * D as u64) as usize + d as usize;
@@ -110,7 +165,7 @@ pub(crate) unsafe fn paged_attention<const D: usize, const PER: usize>(
             sync_threads();
             let j = j0 + lane;
             let mut s = f32::NEG_INFINITY;
-            if j < len {
+            if j < end {
                 let (qr, kr) = (qs.add(w as usize * D), ks.add((lane * (dd + 1)) as usize));
                 let mut dot = 0.0f32;
                 for d in 0..D {
@@ -118,7 +173,7 @@ pub(crate) unsafe fn paged_attention<const D: usize, const PER: usize>(
                 }
                 s = dot;
             }
-            // Key j0 < len is in every tile, so m' is finite.
+            // Key j0 < end is in every tile, so m' is finite.
             let m_new = math::max(m, warp::max_f32(s));
             let p = math::exp2(s - m_new);
             let corr = math::exp2(m - m_new);
@@ -136,10 +191,23 @@ pub(crate) unsafe fn paged_attention<const D: usize, const PER: usize>(
             m = m_new;
             j0 += KEYS;
         }
-        let inv = 1.0 / l;
-        let o = out.add(((b * hq + h) * dd + lane) as usize);
-        for (x, a) in acc.iter().enumerate() {
-            *o.add(32 * x) = bf16::from_f32(*a * inv);
+        if PARTIAL {
+            let row = (b as u64 * hq as u64 + h as u64) * thread::grid_dim_z() as u64 + z as u64;
+            let o = ws_o.add((row * D as u64) as usize + lane as usize);
+            for (x, a) in acc.iter().enumerate() {
+                *o.add(32 * x) = *a;
+            }
+            if lane == 0 {
+                *ws_ml.add(2 * row as usize) = m;
+                *ws_ml.add(2 * row as usize + 1) = l;
+            }
+        } else {
+            // l >= 1: the row's max key contributes 2^0.
+            let inv = 1.0 / l;
+            let o = out.add(((b * hq + h) * dd + lane) as usize);
+            for (x, a) in acc.iter().enumerate() {
+                *o.add(32 * x) = bf16::from_f32(*a * inv);
+            }
         }
     }
 }

@@ -85,7 +85,7 @@ pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
             out.push(Case {
                 family: super::FAMILY.name,
                 variant: v.row_variant(HEADS.dim),
-                kernels: vec![v.kernel_use(&s)],
+                kernels: v.kernel_uses(&s),
                 ladder: "decode",
                 shape: format!("batch {batch} L {l}"),
                 note: format!(
@@ -116,6 +116,7 @@ mod unit_tests {
     #[test]
     fn cases_cover_the_ladder() {
         assert_eq!(cases(false, None, 1).len(), 12 * LADDER.len());
+        assert!(cases(false, None, 1).iter().any(|c| c.kernels.len() == 2));
         assert_eq!(cases(true, None, 1).len(), 2 * LADDER.len());
         let l = lengths(64, 4096, 7);
         assert!(l.iter().all(|&x| (1..=4096).contains(&x)));

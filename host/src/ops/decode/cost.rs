@@ -31,7 +31,9 @@ impl Variant {
                 let extra = ((s.hq / s.hkv) as u64 - 1) * 2 * keys * s.hkv as u64 * s.dim as u64;
                 base.with_modelled(base.min_bytes + Bytes::of::<u16>(extra))
             }
-            Variant::V02GqaGrouped => base,
+            // v03's partial rows (B·Hq·splits·(D + 2) f32, written and read) depend on the
+            // GPU's SM count and are a fraction of a percent of the KV bytes: not modelled.
+            Variant::V02GqaGrouped | Variant::V03SplitK => base,
         }
     }
 }

@@ -2,7 +2,7 @@
 //! wrapper.
 
 use rooflab_kernels::decode::{
-    HEAD_DIMS, MAX_GROUP, shared_f32, v01_block_per_head, v02_gqa_grouped,
+    HEAD_DIMS, MAX_GROUP, shared_f32, v01_block_per_head, v02_gqa_grouped, v03_split_k,
 };
 
 use crate::bench::KernelUse;
@@ -15,9 +15,14 @@ use crate::tensor::{Buf, Dtype, expect_buf};
 pub enum Variant {
     V01BlockPerHead,
     V02GqaGrouped,
+    V03SplitK,
 }
 
-pub const LADDER: [Variant; 2] = [Variant::V01BlockPerHead, Variant::V02GqaGrouped];
+pub const LADDER: [Variant; 3] = [
+    Variant::V01BlockPerHead,
+    Variant::V02GqaGrouped,
+    Variant::V03SplitK,
+];
 
 /// The sizes of one decode step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,19 +68,55 @@ pub type DecodeKernel = Kernel<(
     f32,
 )>;
 
+/// v03's partial-row kernels: the decode parameters with the workspace and the split length
+/// in place of `out`.
+pub type PartialKernel = Kernel<(
+    *const u16,
+    *const u16,
+    *const u16,
+    *const u32,
+    *const u32,
+    *mut f32,
+    *mut f32,
+    u32,
+    u32,
+    u32,
+    u32,
+    f32,
+    u32,
+)>;
+
 impl Variant {
+    /// The one-launch kernel of v01 and v02 (v03 runs v02's when it does not split).
     pub fn kernel(self, dim: usize) -> DecodeKernel {
         match (self, dim) {
             (Variant::V01BlockPerHead, 128) => v01_block_per_head::decode_v01_block_per_head_d128,
             (Variant::V01BlockPerHead, _) => v01_block_per_head::decode_v01_block_per_head_d64,
-            (Variant::V02GqaGrouped, 128) => v02_gqa_grouped::decode_v02_gqa_grouped_d128,
-            (Variant::V02GqaGrouped, _) => v02_gqa_grouped::decode_v02_gqa_grouped_d64,
+            (_, 128) => v02_gqa_grouped::decode_v02_gqa_grouped_d128,
+            (_, _) => v02_gqa_grouped::decode_v02_gqa_grouped_d64,
+        }
+    }
+
+    /// v03's partial-row kernel.
+    pub fn partial_kernel(dim: usize) -> PartialKernel {
+        if dim == 128 {
+            v03_split_k::decode_v03_split_k_d128
+        } else {
+            v03_split_k::decode_v03_split_k_d64
+        }
+    }
+
+    /// The kernel that names the step (its file's stem, its row).
+    fn main_kernel(self, dim: usize) -> KernelId {
+        match self {
+            Variant::V03SplitK => Self::partial_kernel(dim).id(),
+            _ => self.kernel(dim).id(),
         }
     }
 
     /// The variant file's stem, e.g. `v02_gqa_grouped`.
     pub fn stem(self) -> &'static str {
-        self.kernel(64).stem()
+        self.main_kernel(64).stem()
     }
 
     /// The bench row's variant: the stem and the head dim.
@@ -87,17 +128,43 @@ impl Variant {
     pub fn warps(self, s: &DecodeShape) -> usize {
         match self {
             Variant::V01BlockPerHead => 1,
-            Variant::V02GqaGrouped => s.hq / s.hkv.max(1),
+            Variant::V02GqaGrouped | Variant::V03SplitK => s.hq / s.hkv.max(1),
         }
     }
 
-    pub fn kernel_use(self, s: &DecodeShape) -> KernelUse {
+    /// The kernels a launch may run, with their block and shared memory (v03: the partial
+    /// rows and the combine; it runs v02's kernel instead when it does not split).
+    pub fn kernel_uses(self, s: &DecodeShape) -> Vec<KernelUse> {
         let w = self.warps(s) as u32;
-        KernelUse::new(self.kernel(s.dim), 32 * w, 4 * shared_f32(w, s.dim as u32))
+        let smem = 4 * shared_f32(w, s.dim as u32);
+        let mut u = vec![KernelUse::new(self.main_kernel(s.dim), 32 * w, smem)];
+        if self == Variant::V03SplitK {
+            u.push(KernelUse::new(
+                v03_split_k::decode_v03_split_k_combine,
+                32 * v03_split_k::COMBINE_ROWS,
+                0,
+            ));
+        }
+        u
     }
 
     pub fn kernels(self, dim: usize) -> Vec<KernelId> {
-        vec![self.kernel(dim).id()]
+        let mut k = vec![self.main_kernel(dim)];
+        if self == Variant::V03SplitK {
+            k.push(v03_split_k::decode_v03_split_k_combine.id());
+        }
+        k
+    }
+
+    /// Splits of each context a launch uses (v03's choice from the batch, the longest
+    /// context and the SM count; 1 for the others).
+    pub fn splits(self, s: &DecodeShape, max_len: u32, sms: u32) -> u32 {
+        match self {
+            Variant::V03SplitK => {
+                v03_split_k::splits(s.batch as u32, s.hkv as u32, max_len, sms)
+            }
+            _ => 1,
+        }
     }
 }
 
@@ -226,7 +293,7 @@ impl PagedKv {
 pub fn decode(gpu: &Gpu, var: Variant, q: &Buf, kv: &PagedKv, out: &mut Buf) -> Result<()> {
     let s = kv.shape;
     let kernel = var.kernel(s.dim);
-    let op = kernel.name();
+    let op = var.main_kernel(s.dim).name();
     expect_buf(op, "q", q, Dtype::Bf16, s.q_elements())?;
     expect_buf(op, "out", out, Dtype::Bf16, s.q_elements())?;
     let warps = var.warps(&s);
@@ -243,11 +310,65 @@ pub fn decode(gpu: &Gpu, var: Variant, q: &Buf, kv: &PagedKv, out: &mut Buf) -> 
     if s.batch == 0 {
         return Ok(());
     }
-    let cfg = LaunchConfig {
+    let mut cfg = LaunchConfig {
         grid: ((s.hq / warps) as u32, s.batch as u32, 1),
         block: (32 * warps as u32, 1, 1),
         shared_bytes: 4 * shared_f32(warps as u32, s.dim as u32),
     };
+    let max_len = kv.lens_host.iter().copied().max().unwrap_or(0);
+    let splits = var.splits(&s, max_len, gpu.info.multiprocessors);
+    if splits > 1 {
+        cfg.grid.2 = splits;
+        let split_len = v03_split_k::split_len(max_len, splits);
+        let rows = s.batch * s.hq;
+        let (o_len, len) = (rows * splits as usize * s.dim, rows * splits as usize * (s.dim + 2));
+        let ccfg = LaunchConfig::for_threads(
+            op,
+            rows.div_ceil(v03_split_k::COMBINE_ROWS as usize) as u64
+                * 32
+                * v03_split_k::COMBINE_ROWS as u64,
+            32 * v03_split_k::COMBINE_ROWS,
+        )?;
+        return gpu.with_workspace(len, |ws| {
+            // SAFETY: as below for the partial kernel (grid (Hq/W, B, splits)), whose rows
+            // (B·Hq·splits of D f32, then as many (m, l) pairs) fill the workspace; the
+            // combine reads them, one warp per (sequence, query head), and writes out.
+            unsafe {
+                let (wo, wml) = ws.view_range_mut(0..len).split_at(o_len);
+                gpu.launch(
+                    Variant::partial_kernel(s.dim),
+                    cfg,
+                    (
+                        q.view::<u16>(op)?,
+                        kv.k_cache.view::<u16>(op)?,
+                        kv.v_cache.view::<u16>(op)?,
+                        kv.table.view(),
+                        kv.lens.view(),
+                        wo,
+                        wml,
+                        s.hq as u32,
+                        s.hkv as u32,
+                        s.page_size as u32,
+                        s.max_pages as u32,
+                        s.scale(),
+                        split_len,
+                    ),
+                )?;
+                gpu.launch(
+                    v03_split_k::decode_v03_split_k_combine,
+                    ccfg,
+                    (
+                        ws.view_range(0..o_len),
+                        ws.view_range(o_len..len),
+                        out.view_mut::<u16>(op)?,
+                        rows as u32,
+                        splits,
+                        s.dim as u32,
+                    ),
+                )
+            }
+        });
+    }
     // SAFETY: q, out hold B·Hq·D bf16, the caches num_pages·page_size·Hkv·D (checked);
     // the table entries a context uses are < num_pages and each length is in 1..=capacity
     // (checked by PagedKv::new); the grid is (Hq / W, B) of W warps, W dividing the group,
@@ -292,9 +413,18 @@ mod unit_tests {
         };
         assert_eq!(Variant::V02GqaGrouped.warps(&s), 4);
         for v in LADDER {
-            let u = v.kernel_use(&s);
-            assert!(u.shared_bytes <= 48 * 1024);
+            let u = v.kernel_uses(&s);
+            assert!(u[0].shared_bytes <= 48 * 1024);
+            assert_eq!(u.len(), 1 + (v == Variant::V03SplitK) as usize);
         }
+        assert_eq!(Variant::V03SplitK.stem(), "v03_split_k");
+        // Batch 1, L 32768 on an H200: 8 blocks → 33 splits of whole 32-key tiles.
+        let one = DecodeShape { batch: 1, ..s };
+        assert_eq!(Variant::V03SplitK.splits(&one, 32768, 132), 33);
+        assert_eq!(v03_split_k::split_len(32768, 33) % 32, 0);
+        assert!(v03_split_k::split_len(32768, 33) * 33 >= 32768);
+        assert_eq!(Variant::V03SplitK.splits(&s, 4096, 132), 1, "batch 64: 512 blocks");
+        assert_eq!(Variant::V03SplitK.splits(&one, 100, 132), 1, "too short to split");
         let g16 = DecodeShape { hq: 16, hkv: 1, ..s };
         assert!(4 * shared_f32(Variant::V02GqaGrouped.warps(&g16) as u32, 128) <= 48 * 1024);
     }

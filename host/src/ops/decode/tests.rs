@@ -192,6 +192,31 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
             },
         ));
     }
+    // v03's split path on any GPU: one sequence, one KV head pair, a long context.
+    t.push(GpuTest::new(
+        format!("decode_{}_splits_match_cpu", Variant::V03SplitK.stem()),
+        move |gpu| {
+            for (i, (dim, lens)) in [(64, vec![3000]), (128, vec![2500, 1, 40])].into_iter().enumerate() {
+                let h = Heads {
+                    hq: 8,
+                    hkv: 2,
+                    dim,
+                    page_size: 16,
+                };
+                let p = problem(gpu, h, &lens, None, seed ^ (0x5b1 + i as u64))?;
+                let max = lens.iter().copied().max().unwrap_or(0);
+                let n = Variant::V03SplitK.splits(&p.kv.shape, max, gpu.info.multiprocessors);
+                if n < 2 {
+                    return Err(Error::Other(format!(
+                        "lens {lens:?}: v03 chose {n} split(s); this test needs a split"
+                    )));
+                }
+                let all: Vec<usize> = (0..lens.len()).collect();
+                check(gpu, Variant::V03SplitK, &p, &all)?;
+            }
+            Ok(())
+        },
+    ));
     t.push(GpuTest::new(
         "decode_bad_input_is_refused_before_launch",
         |gpu| {

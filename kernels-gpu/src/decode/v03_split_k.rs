@@ -1,0 +1,161 @@
+//! decode/v03_split_k — each context split across blocks, then combined (flash-decoding).
+//!
+//! Changed from v02: with few sequences there are few (sequence, KV head) blocks — batch 1
+//! gives 8 for 132 SMs — and each walks its whole context alone. Here the grid gets a third
+//! dimension of `splits` (`splits()`, below: enough for about two blocks an SM): block `z`
+//! takes keys `[z·split_len, (z+1)·split_len)` of its sequence and writes its partial row
+//! unnormalized, with its max `m` and sum `l`, to a workspace; a second kernel,
+//! `decode_v03_split_k_combine`, merges each (sequence, query head)'s partials:
+//! `M = max m_z`, `O = Σ 2^(m_z − M)·acc_z / Σ 2^(m_z − M)·l_z`, and writes bf16. With one
+//! split (enough blocks already) it is v02, one launch.
+//!
+//! Thread mapping: the partial kernel as v02 per slice (grid (Hkv, B, splits)); the combine
+//! kernel one warp per (sequence, query head), lanes over the splits for the max and the
+//! sums, then over D.
+//!
+//! Memory traffic: v02's, plus the partials: B·Hq·splits·(D + 2) f32 written and read once
+//! (at batch 1, L 32768: 33 splits × 32 heads × 130 × 4 B = 0.5 MiB against 128 MiB of KV).
+//!
+//! Expected bound: DRAM, at every batch size.
+
+/// Keys a split takes at least (8 tiles of 32): shorter slices would spend more on their
+/// partial rows and the combine than on keys.
+pub const MIN_SPLIT_KEYS: u32 = 256;
+/// At most this many splits.
+pub const MAX_SPLITS: u32 = 64;
+/// Warps (rows) per block of the combine kernel.
+pub const COMBINE_ROWS: u32 = 8;
+
+/// How many splits the host launches for `batch · hkv` (sequence, KV head) blocks whose
+/// longest context is `max_len`, on `sms` multiprocessors: 1 when the blocks already fill
+/// the GPU twice; else enough for about two blocks an SM, none shorter than
+/// `MIN_SPLIT_KEYS`, at most `MAX_SPLITS`.
+pub const fn splits(batch: u32, hkv: u32, max_len: u32, sms: u32) -> u32 {
+    let blocks = batch as u64 * hkv as u64;
+    let want = 2 * sms as u64;
+    if blocks == 0 || blocks >= want {
+        return 1;
+    }
+    let for_sms = want.div_ceil(blocks);
+    let for_len = max_len.div_ceil(MIN_SPLIT_KEYS) as u64;
+    let s = if for_sms < for_len { for_sms } else { for_len };
+    if s > MAX_SPLITS as u64 {
+        MAX_SPLITS
+    } else if s < 1 {
+        1
+    } else {
+        s as u32
+    }
+}
+
+/// Keys per split for `splits` splits of contexts up to `max_len`: whole 32-key tiles.
+pub const fn split_len(max_len: u32, splits: u32) -> u32 {
+    let s = if splits == 0 { 1 } else { splits };
+    max_len.div_ceil(s).div_ceil(super::KEYS) * super::KEYS
+}
+
+macro_rules! partial_entry {
+    ($(#[$doc:meta])* $name:ident, $d:literal, $per:literal) => {
+        crate::kernel! {
+            $(#[$doc])*
+            pub unsafe fn $name(
+                q: *const u16,
+                k_cache: *const u16,
+                v_cache: *const u16,
+                block_table: *const u32,
+                context_lens: *const u32,
+                ws_o: *mut f32,
+                ws_ml: *mut f32,
+                hq: u32,
+                hkv: u32,
+                page_size: u32,
+                max_pages: u32,
+                scale: f32,
+                split_len: u32,
+            ) {
+                // SAFETY: forwarded; the host launches grid (Hkv, B, splits) of Hq/Hkv warps
+                // with the workspace for B·Hq·splits partial rows.
+                unsafe {
+                    super::paged_range::<$d, $per, true>(
+                        q,
+                        k_cache,
+                        v_cache,
+                        block_table,
+                        context_lens,
+                        core::ptr::null_mut(),
+                        ws_o,
+                        ws_ml,
+                        hq,
+                        hkv,
+                        page_size,
+                        max_pages,
+                        scale,
+                        split_len,
+                    )
+                }
+            }
+        }
+    };
+}
+
+partial_entry! {
+    /// v03's partial rows at head dim 64.
+    decode_v03_split_k_d64, 64, 2
+}
+partial_entry! {
+    /// v03's partial rows at head dim 128.
+    decode_v03_split_k_d128, 128, 4
+}
+
+#[cfg(target_arch = "nvptx64")]
+use crate::gpu::{bf16, math, thread, warp};
+
+crate::kernel! {
+    /// Merges the `splits` partial rows of each of the `rows` (sequence, query head) rows
+    /// into `out` (bf16), one warp a row, `COMBINE_ROWS` rows a block.
+    pub unsafe fn decode_v03_split_k_combine(
+        ws_o: *const f32,
+        ws_ml: *const f32,
+        out: *mut u16,
+        rows: u32,
+        splits: u32,
+        dim: u32,
+    ) {
+        let row = thread::block_idx_x() * COMBINE_ROWS + thread::thread_idx_x() / warp::WARP_SIZE;
+        if row >= rows {
+            return;
+        }
+        let lane = warp::lane_id();
+        let base = row as usize * splits as usize;
+        // SAFETY: row < rows; the workspace holds rows·splits partials (host-checked).
+        unsafe {
+            let mut mx = f32::NEG_INFINITY;
+            let mut z = lane;
+            while z < splits {
+                mx = math::max(mx, *ws_ml.add(2 * (base + z as usize)));
+                z += warp::WARP_SIZE;
+            }
+            // Split 0 holds the context's first key: mx is finite.
+            let mx = warp::max_f32(mx);
+            let mut l = 0.0f32;
+            z = lane;
+            while z < splits {
+                let p = base + z as usize;
+                l = math::fma(*ws_ml.add(2 * p + 1), math::exp2(*ws_ml.add(2 * p) - mx), l);
+                z += warp::WARP_SIZE;
+            }
+            let inv = 1.0 / warp::sum_f32(l);
+            let mut d = lane;
+            while d < dim {
+                let mut o = 0.0f32;
+                for z in 0..splits as usize {
+                    let p = base + z;
+                    let w = math::exp2(*ws_ml.add(2 * p) - mx);
+                    o = math::fma(*ws_o.add(p * dim as usize + d as usize), w, o);
+                }
+                *out.add(row as usize * dim as usize + d as usize) = bf16::from_f32(o * inv);
+                d += warp::WARP_SIZE;
+            }
+        }
+    }
+}
