@@ -107,6 +107,7 @@ pub(crate) fn run_case_row(case: &Case) -> Row {
         precision: case.cost.precision,
         min_bytes: case.cost.min_bytes.0,
         modelled_bytes: case.cost.modelled_bytes.0,
+        scratch_bytes: case.cost.scratch_bytes.0,
         median_us: None,
         p10_us: None,
         p90_us: None,

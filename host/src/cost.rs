@@ -152,6 +152,10 @@ pub struct Cost {
     pub min_bytes: Bytes,
     /// What this variant is modelled to move (>= `min_bytes`).
     pub modelled_bytes: Bytes,
+    /// Device memory the variant allocates beyond its inputs and outputs (attention v01's
+    /// B·H·S² scores): what makes a step's memory O(S²) instead of O(S).
+    #[serde(default)]
+    pub scratch_bytes: Bytes,
 }
 
 impl Cost {
@@ -162,6 +166,14 @@ impl Cost {
             precision: Precision::Fp32Simt,
             min_bytes,
             modelled_bytes: min_bytes,
+            scratch_bytes: Bytes(0),
+        }
+    }
+    /// The same op with this much scratch device memory.
+    pub fn with_scratch(self, scratch_bytes: Bytes) -> Cost {
+        Cost {
+            scratch_bytes,
+            ..self
         }
     }
     /// The same op with this variant's own modelled traffic.

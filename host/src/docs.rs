@@ -103,6 +103,8 @@ pub fn family_table(rows: &[Row], family: &str) -> String {
     let compiled = mine.iter().any(|r| r.compiled_peer.is_some());
     // The CUDA C++ twin's column only where a row of the family is twinned.
     let twins = mine.iter().any(|r| r.twin.is_some());
+    // Scratch memory only where a step of the family allocates some (attention v01).
+    let scratch = mine.iter().any(|r| r.scratch_bytes > 0);
     let mut s = String::new();
     s.push_str(
         "| variant | shape | AI F/B | bound | floor µs | model floor µs | median µs | spread % | GB/s | TFLOP/s | % of roof | vs v01 | model vs v01 | regs | % of peer |",
@@ -113,11 +115,17 @@ pub fn family_table(rows: &[Row], family: &str) -> String {
     if twins {
         s.push_str(" Rust / C++ time |");
     }
+    if scratch {
+        s.push_str(" scratch MiB |");
+    }
     s.push_str("\n|---|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
     if compiled {
         s.push_str("--:|");
     }
     if twins {
+        s.push_str("--:|");
+    }
+    if scratch {
         s.push_str("--:|");
     }
     s.push('\n');
@@ -159,6 +167,9 @@ pub fn family_table(rows: &[Row], family: &str) -> String {
         }
         if twins {
             let _ = write!(s, " {} |", cell(&crate::report::twin_cell(r)));
+        }
+        if scratch {
+            let _ = write!(s, " {:.0} |", r.scratch_bytes as f64 / (1u64 << 20) as f64);
         }
         s.push('\n');
     }

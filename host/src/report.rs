@@ -26,6 +26,9 @@ pub struct Row {
     pub precision: Precision,
     pub min_bytes: u64,
     pub modelled_bytes: u64,
+    /// Device memory the variant allocates beyond its inputs and outputs (`Cost`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub scratch_bytes: u64,
     pub median_us: Option<f64>,
     pub p10_us: Option<f64>,
     pub p90_us: Option<f64>,
@@ -96,6 +99,10 @@ pub struct Row {
     pub wall_s: Option<f64>,
 }
 
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
 /// Fill the columns that relate rows to each other and to the roofs.
 pub fn relate(rows: &mut [Row], roofs: Option<&Roofs>) {
     for i in 0..rows.len() {
@@ -105,6 +112,7 @@ pub fn relate(rows: &mut [Row], roofs: Option<&Roofs>) {
                 precision: rows[i].precision,
                 min_bytes: Bytes(rows[i].min_bytes),
                 modelled_bytes: Bytes(rows[i].modelled_bytes),
+                scratch_bytes: Bytes(rows[i].scratch_bytes),
             };
             let a = Accounting::of(&cost, roofs);
             rows[i].pct_of_roof = rows[i].median_us.map(|m| a.pct_of_roof(m));
@@ -335,6 +343,7 @@ struct CsvRow<'a> {
     flops: u64,
     min_bytes: u64,
     modelled_bytes: u64,
+    scratch_bytes: u64,
     intensity: Option<f64>,
     bound: Option<Bound>,
     roof_gflops: Option<f64>,
@@ -381,6 +390,7 @@ impl<'a> From<&'a Row> for CsvRow<'a> {
             flops: r.flops,
             min_bytes: r.min_bytes,
             modelled_bytes: r.modelled_bytes,
+            scratch_bytes: r.scratch_bytes,
             intensity: a.map(|a| a.intensity),
             bound: a.map(|a| a.bound),
             roof_gflops: a.map(|a| a.roof_gflops),
@@ -452,6 +462,7 @@ pub(crate) mod tests {
             precision: Precision::Fp32Simt,
             min_bytes: 100,
             modelled_bytes: bytes,
+            scratch_bytes: 0,
             median_us: Some(median),
             p10_us: None,
             p90_us: None,

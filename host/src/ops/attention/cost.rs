@@ -32,10 +32,15 @@ impl Variant {
     pub fn modelled(self, a: &Attn) -> Cost {
         let base = cost(a);
         match self {
-            Variant::V01Naive => base.with_modelled(
-                base.min_bytes
-                    + Bytes((16 * a.bh() as u64).saturating_mul((a.seq as u64).saturating_mul(a.seq as u64))),
-            ),
+            Variant::V01Naive => base
+                .with_modelled(
+                    base.min_bytes
+                        + Bytes(
+                            (16 * a.bh() as u64)
+                                .saturating_mul((a.seq as u64).saturating_mul(a.seq as u64)),
+                        ),
+                )
+                .with_scratch(Bytes(self.scratch_bytes(a))),
             Variant::V02FusedSimt => base,
         }
     }
@@ -57,5 +62,8 @@ mod unit_tests {
             Variant::V01Naive.modelled(&a).modelled_bytes,
             Bytes(4 * 2 * 3 * 64 * 2 + 16 * 2 * 9)
         );
+        // v01 holds the scores (4 B each); v02 nothing beyond Q, K, V, O.
+        assert_eq!(Variant::V01Naive.modelled(&a).scratch_bytes, Bytes(4 * 2 * 9));
+        assert_eq!(Variant::V02FusedSimt.modelled(&a).scratch_bytes, Bytes(0));
     }
 }

@@ -128,7 +128,9 @@ impl Variant {
     /// Bytes of scratch device memory a launch needs: v01's scores, 4·B·H·S².
     pub fn scratch_bytes(self, a: &Attn) -> u64 {
         match self {
-            Variant::V01Naive => 4 * a.bh() as u64 * a.seq as u64 * a.seq as u64,
+            Variant::V01Naive => {
+                (4 * a.bh() as u64).saturating_mul((a.seq as u64).saturating_mul(a.seq as u64))
+            }
             Variant::V02FusedSimt => 0,
         }
     }
