@@ -33,7 +33,9 @@ pub const fn shared_f32(d: u32) -> u32 {
 }
 
 #[cfg(target_arch = "nvptx64")]
-use crate::gpu::{bf16, math, shared, sync_threads, thread, warp};
+use super::OnlineRow;
+#[cfg(target_arch = "nvptx64")]
+use crate::gpu::{bf16, shared, sync_threads, thread, warp};
 
 /// The kernel body for head dim `D` (a multiple of 32).
 ///
@@ -79,9 +81,7 @@ unsafe fn run<const D: usize, const PER: usize>(
             };
             e += THREADS;
         }
-        let mut m = f32::NEG_INFINITY;
-        let mut l = 0.0f32;
-        let mut acc = [0.0f32; PER];
+        let mut row = OnlineRow::<PER>::new();
         // Keys a row of this block can see: causal blocks stop after their last row.
         let end = if causal != 0 { seq.min(q0 + ROWS) } else { seq };
         let mut j0 = 0;
@@ -105,76 +105,47 @@ unsafe fn run<const D: usize, const PER: usize>(
             sync_threads();
             if i < seq {
                 let j = j0 + lane;
-                let mut s = f32::NEG_INFINITY;
-                if j < seq && (causal == 0 || j <= i) {
-                    let (qr, kr) = (qs.add(w as usize * D), ks.add((lane * (dd + 1)) as usize));
-                    let mut dot = 0.0f32;
-                    for d in 0..D {
-                        dot = math::fma(*qr.add(d), *kr.add(d), dot);
-                    }
-                    s = dot;
-                }
-                let m_new = math::max(m, warp::max_f32(s));
-                // All keys of the row masked so far: nothing to add (and 2^(-inf - -inf)
-                // would be NaN).
-                if m_new != f32::NEG_INFINITY {
-                    let p = math::exp2(s - m_new);
-                    let corr = math::exp2(m - m_new);
-                    l = math::fma(l, corr, warp::sum_f32(p));
-                    for a in acc.iter_mut() {
-                        *a *= corr;
-                    }
-                    for jj in 0..KEYS {
-                        let pj = warp::shfl_idx_f32(p, jj);
-                        let vr = vs.add((jj * dd + lane) as usize);
-                        for (x, a) in acc.iter_mut().enumerate() {
-                            *a = math::fma(pj, *vr.add(32 * x), *a);
-                        }
-                    }
-                    m = m_new;
-                }
+                let valid = j < seq && (causal == 0 || j <= i);
+                row.tile::<D>(qs.add(w as usize * D), ks, vs, valid);
             }
             j0 += KEYS;
         }
         if i < seq {
             // l >= 1: the row's max key contributes 2^0.
-            let inv = 1.0 / l;
+            let inv = 1.0 / row.l;
             let out = o.add((head + i as u64 * D as u64) as usize + lane as usize);
-            for (x, a) in acc.iter().enumerate() {
+            for (x, a) in row.acc.iter().enumerate() {
                 *out.add(32 * x) = bf16::from_f32(*a * inv);
             }
         }
     }
 }
 
-crate::kernel! {
-    /// v02 at head dim 64.
-    pub unsafe fn attention_v02_fused_simt_d64(
-        q: *const u16,
-        k: *const u16,
-        v: *const u16,
-        o: *mut u16,
-        seq: u32,
-        scale: f32,
-        causal: u32,
-    ) {
-        // SAFETY: forwarded; the host launches it as `run` requires, with D = 64.
-        unsafe { run::<64, 2>(q, k, v, o, seq, scale, causal) }
-    }
+macro_rules! entry {
+    ($(#[$doc:meta])* $name:ident, $d:literal, $per:literal) => {
+        crate::kernel! {
+            $(#[$doc])*
+            pub unsafe fn $name(
+                q: *const u16,
+                k: *const u16,
+                v: *const u16,
+                o: *mut u16,
+                seq: u32,
+                scale: f32,
+                causal: u32,
+            ) {
+                // SAFETY: forwarded; the host launches it as `run` requires, with this D.
+                unsafe { run::<$d, $per>(q, k, v, o, seq, scale, causal) }
+            }
+        }
+    };
 }
 
-crate::kernel! {
+entry! {
+    /// v02 at head dim 64.
+    attention_v02_fused_simt_d64, 64, 2
+}
+entry! {
     /// v02 at head dim 128.
-    pub unsafe fn attention_v02_fused_simt_d128(
-        q: *const u16,
-        k: *const u16,
-        v: *const u16,
-        o: *mut u16,
-        seq: u32,
-        scale: f32,
-        causal: u32,
-    ) {
-        // SAFETY: forwarded; the host launches it as `run` requires, with D = 128.
-        unsafe { run::<128, 4>(q, k, v, o, seq, scale, causal) }
-    }
+    attention_v02_fused_simt_d128, 128, 4
 }

@@ -32,6 +32,48 @@ pub const fn shared_f32(warps: u32, d: u32) -> u32 {
     warps * d + KEYS * (d + 1) + KEYS * d
 }
 
+/// `one_launch_entry! { /// docs  NAME, D, PER }`: a v01/v02 entry (the decode parameters)
+/// running [`paged_attention`] at head dim D; v01 and v02 differ only in their launch.
+macro_rules! one_launch_entry {
+    ($(#[$doc:meta])* $name:ident, $d:literal, $per:literal) => {
+        crate::kernel! {
+            $(#[$doc])*
+            pub unsafe fn $name(
+                q: *const u16,
+                k_cache: *const u16,
+                v_cache: *const u16,
+                block_table: *const u32,
+                context_lens: *const u32,
+                out: *mut u16,
+                hq: u32,
+                hkv: u32,
+                page_size: u32,
+                max_pages: u32,
+                scale: f32,
+            ) {
+                // SAFETY: forwarded; the host launches the grid the step's header says,
+                // which `paged_attention` requires.
+                unsafe {
+                    super::paged_attention::<$d, $per>(
+                        q,
+                        k_cache,
+                        v_cache,
+                        block_table,
+                        context_lens,
+                        out,
+                        hq,
+                        hkv,
+                        page_size,
+                        max_pages,
+                        scale,
+                    )
+                }
+            }
+        }
+    };
+}
+pub(crate) use one_launch_entry;
+
 /// The kernel body shared by v01 and v02 (see the module docs): the whole context, the
 /// normalized output row.
 ///
@@ -105,7 +147,8 @@ pub(crate) unsafe fn paged_range<const D: usize, const PER: usize, const PARTIAL
     scale: f32,
     split_len: u32,
 ) {
-    use crate::gpu::{bf16, math, shared, sync_threads, thread, warp};
+    use crate::attention::OnlineRow;
+    use crate::gpu::{bf16, shared, sync_threads, thread, warp};
     const { assert!(D == 32 * PER) };
     let t = thread::thread_idx_x();
     let warps = thread::block_dim_x() / warp::WARP_SIZE;
@@ -137,9 +180,7 @@ pub(crate) unsafe fn paged_range<const D: usize, const PER: usize, const PARTIAL
             e += thread::block_dim_x();
         }
         let table = block_table.add(b as usize * max_pages as usize);
-        let mut m = f32::NEG_INFINITY;
-        let mut l = 0.0f32;
-        let mut acc = [0.0f32; PER];
+        let mut row = OnlineRow::<PER>::new();
         let mut j0 = begin;
         while j0 < end {
             sync_threads();
@@ -163,49 +204,24 @@ pub(crate) unsafe fn paged_range<const D: usize, const PER: usize, const PARTIAL
                 e += thread::block_dim_x();
             }
             sync_threads();
-            let j = j0 + lane;
-            let mut s = f32::NEG_INFINITY;
-            if j < end {
-                let (qr, kr) = (qs.add(w as usize * D), ks.add((lane * (dd + 1)) as usize));
-                let mut dot = 0.0f32;
-                for d in 0..D {
-                    dot = math::fma(*qr.add(d), *kr.add(d), dot);
-                }
-                s = dot;
-            }
-            // Key j0 < end is in every tile, so m' is finite.
-            let m_new = math::max(m, warp::max_f32(s));
-            let p = math::exp2(s - m_new);
-            let corr = math::exp2(m - m_new);
-            l = math::fma(l, corr, warp::sum_f32(p));
-            for a in acc.iter_mut() {
-                *a *= corr;
-            }
-            for jj in 0..KEYS {
-                let pj = warp::shfl_idx_f32(p, jj);
-                let vr = vs.add((jj * dd + lane) as usize);
-                for (x, a) in acc.iter_mut().enumerate() {
-                    *a = math::fma(pj, *vr.add(32 * x), *a);
-                }
-            }
-            m = m_new;
+            row.tile::<D>(qs.add(w as usize * D), ks, vs, j0 + lane < end);
             j0 += KEYS;
         }
         if PARTIAL {
-            let row = (b as u64 * hq as u64 + h as u64) * thread::grid_dim_z() as u64 + z as u64;
-            let o = ws_o.add((row * D as u64) as usize + lane as usize);
-            for (x, a) in acc.iter().enumerate() {
+            let at = (b as u64 * hq as u64 + h as u64) * thread::grid_dim_z() as u64 + z as u64;
+            let o = ws_o.add((at * D as u64) as usize + lane as usize);
+            for (x, a) in row.acc.iter().enumerate() {
                 *o.add(32 * x) = *a;
             }
             if lane == 0 {
-                *ws_ml.add(2 * row as usize) = m;
-                *ws_ml.add(2 * row as usize + 1) = l;
+                *ws_ml.add(2 * at as usize) = row.m;
+                *ws_ml.add(2 * at as usize + 1) = row.l;
             }
         } else {
             // l >= 1: the row's max key contributes 2^0.
-            let inv = 1.0 / l;
+            let inv = 1.0 / row.l;
             let o = out.add(((b * hq + h) * dd + lane) as usize);
-            for (x, a) in acc.iter().enumerate() {
+            for (x, a) in row.acc.iter().enumerate() {
                 *o.add(32 * x) = bf16::from_f32(*a * inv);
             }
         }

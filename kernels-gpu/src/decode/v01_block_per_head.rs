@@ -17,52 +17,11 @@
 /// Threads per block: one warp.
 pub const THREADS: u32 = 32;
 
-crate::kernel! {
+super::one_launch_entry! {
     /// v01 at head dim 64.
-    pub unsafe fn decode_v01_block_per_head_d64(
-        q: *const u16,
-        k_cache: *const u16,
-        v_cache: *const u16,
-        block_table: *const u32,
-        context_lens: *const u32,
-        out: *mut u16,
-        hq: u32,
-        hkv: u32,
-        page_size: u32,
-        max_pages: u32,
-        scale: f32,
-    ) {
-        // SAFETY: forwarded; the host launches grid (Hq, B) of one warp, as the body needs.
-        unsafe {
-            super::paged_attention::<64, 2>(
-                q, k_cache, v_cache, block_table, context_lens, out, hq, hkv, page_size,
-                max_pages, scale,
-            )
-        }
-    }
+    decode_v01_block_per_head_d64, 64, 2
 }
-
-crate::kernel! {
+super::one_launch_entry! {
     /// v01 at head dim 128.
-    pub unsafe fn decode_v01_block_per_head_d128(
-        q: *const u16,
-        k_cache: *const u16,
-        v_cache: *const u16,
-        block_table: *const u32,
-        context_lens: *const u32,
-        out: *mut u16,
-        hq: u32,
-        hkv: u32,
-        page_size: u32,
-        max_pages: u32,
-        scale: f32,
-    ) {
-        // SAFETY: as the d64 entry.
-        unsafe {
-            super::paged_attention::<128, 4>(
-                q, k_cache, v_cache, block_table, context_lens, out, hq, hkv, page_size,
-                max_pages, scale,
-            )
-        }
-    }
+    decode_v01_block_per_head_d128, 128, 4
 }

@@ -11,54 +11,13 @@
 //! Memory traffic: the KV bytes the context lengths need, once; Q and O.
 //!
 //! Expected bound: DRAM where there are enough blocks (B·Hkv); at batch 1 a handful of blocks
-//! cannot fill the GPU (what a split-K step would fix).
+//! cannot fill the GPU (what v03 splits).
 
-crate::kernel! {
+super::one_launch_entry! {
     /// v02 at head dim 64.
-    pub unsafe fn decode_v02_gqa_grouped_d64(
-        q: *const u16,
-        k_cache: *const u16,
-        v_cache: *const u16,
-        block_table: *const u32,
-        context_lens: *const u32,
-        out: *mut u16,
-        hq: u32,
-        hkv: u32,
-        page_size: u32,
-        max_pages: u32,
-        scale: f32,
-    ) {
-        // SAFETY: forwarded; the host launches grid (Hkv, B) of Hq/Hkv warps.
-        unsafe {
-            super::paged_attention::<64, 2>(
-                q, k_cache, v_cache, block_table, context_lens, out, hq, hkv, page_size,
-                max_pages, scale,
-            )
-        }
-    }
+    decode_v02_gqa_grouped_d64, 64, 2
 }
-
-crate::kernel! {
+super::one_launch_entry! {
     /// v02 at head dim 128.
-    pub unsafe fn decode_v02_gqa_grouped_d128(
-        q: *const u16,
-        k_cache: *const u16,
-        v_cache: *const u16,
-        block_table: *const u32,
-        context_lens: *const u32,
-        out: *mut u16,
-        hq: u32,
-        hkv: u32,
-        page_size: u32,
-        max_pages: u32,
-        scale: f32,
-    ) {
-        // SAFETY: as the d64 entry.
-        unsafe {
-            super::paged_attention::<128, 4>(
-                q, k_cache, v_cache, block_table, context_lens, out, hq, hkv, page_size,
-                max_pages, scale,
-            )
-        }
-    }
+    decode_v02_gqa_grouped_d128, 128, 4
 }

@@ -22,6 +22,30 @@ pub fn sample_rows(seq: usize) -> Vec<usize> {
     r
 }
 
+/// One output row in f64: `softmax(q·k_j·scale)·V` over keys `0..n`, `key(j)` and
+/// `value(j)` giving their rows (the decode reference gathers them through its block table).
+pub fn attend<'a>(
+    q: &[f32],
+    n: usize,
+    scale: f64,
+    key: impl Fn(usize) -> &'a [f32],
+    value: impl Fn(usize) -> &'a [f32],
+) -> Vec<f64> {
+    let scores: Vec<f64> = (0..n)
+        .map(|j| q.iter().zip(key(j)).map(|(&x, &y)| x as f64 * y as f64).sum::<f64>() * scale)
+        .collect();
+    let m = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let p: Vec<f64> = scores.iter().map(|&x| (x - m).exp()).collect();
+    let sum: f64 = p.iter().sum();
+    let mut out = vec![0.0f64; q.len()];
+    for (j, &pj) in p.iter().enumerate() {
+        for (o, &x) in out.iter_mut().zip(value(j)) {
+            *o += pj * x as f64;
+        }
+    }
+    out.iter().map(|o| o / sum).collect()
+}
+
 /// `O[bh][i][..]` in f64 for every head and each row of `rows`, heads outermost then rows
 /// (`rows.len()·D` values a head).
 pub fn attention_ref(a: &Attn, q: &[f32], k: &[f32], v: &[f32], rows: &[usize]) -> Vec<f64> {
@@ -32,24 +56,8 @@ pub fn attention_ref(a: &Attn, q: &[f32], k: &[f32], v: &[f32], rows: &[usize]) 
         let head = bh * s * d;
         let qi = &q[head + i * d..head + (i + 1) * d];
         let keys = if a.causal { i + 1 } else { s };
-        let scores: Vec<f64> = (0..keys)
-            .map(|j| {
-                let kj = &k[head + j * d..head + (j + 1) * d];
-                qi.iter().zip(kj).map(|(&x, &y)| x as f64 * y as f64).sum::<f64>() * scale
-            })
-            .collect();
-        let m = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-        let p: Vec<f64> = scores.iter().map(|&x| (x - m).exp()).collect();
-        let sum: f64 = p.iter().sum();
-        (0..d)
-            .map(|c| {
-                p.iter()
-                    .enumerate()
-                    .map(|(j, &pj)| pj * v[head + j * d + c] as f64)
-                    .sum::<f64>()
-                    / sum
-            })
-            .collect::<Vec<f64>>()
+        let row = |j: usize| head + j * d..head + (j + 1) * d;
+        attend(qi, keys, scale, |j| &k[row(j)], |j| &v[row(j)])
     });
     per_head.into_iter().flatten().collect()
 }

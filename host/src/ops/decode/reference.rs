@@ -2,6 +2,7 @@
 
 use super::launch::DecodeShape;
 use crate::check::par_map;
+use crate::ops::attention::reference::attend;
 
 /// `out[b][h][..]` in f64 for each sequence `b` of `seqs`, all heads (`seqs.len()·Hq·D`
 /// values, sequence-major). `k`, `v` are the caches, `q` the queries (as f32).
@@ -26,24 +27,7 @@ pub fn decode_ref(
             ((page * s.page_size + j % s.page_size) * s.hkv + kvh) * d
         };
         let len = lens[b] as usize;
-        let scores: Vec<f64> = (0..len)
-            .map(|j| {
-                let kr = &k[at(j)..at(j) + d];
-                qr.iter().zip(kr).map(|(&x, &y)| x as f64 * y as f64).sum::<f64>() * scale
-            })
-            .collect();
-        let m = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-        let p: Vec<f64> = scores.iter().map(|&x| (x - m).exp()).collect();
-        let sum: f64 = p.iter().sum();
-        (0..d)
-            .map(|c| {
-                p.iter()
-                    .enumerate()
-                    .map(|(j, &pj)| pj * v[at(j) + c] as f64)
-                    .sum::<f64>()
-                    / sum
-            })
-            .collect::<Vec<f64>>()
+        attend(qr, len, scale, |j| &k[at(j)..at(j) + d], |j| &v[at(j)..at(j) + d])
     });
     rows.into_iter().flatten().collect()
 }
