@@ -249,7 +249,8 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
                 hkv: 1,
                 ..s
             };
-            let kv = PagedKv::new(gpu, g, cache()?, cache()?, &[0, 1, 2, 3], &[1, 1])?;
+            let g_cache = || Buf::alloc(gpu, Dtype::Bf16, g.cache_elements());
+            let kv = PagedKv::new(gpu, g, g_cache()?, g_cache()?, &[0, 1, 2, 3], &[1, 1])?;
             let q = Buf::alloc(gpu, Dtype::Bf16, g.q_elements())?;
             let mut out = Buf::alloc(gpu, Dtype::Bf16, g.q_elements())?;
             expect_error(
