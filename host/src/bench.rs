@@ -137,6 +137,7 @@ pub(crate) fn run_case_row(case: &Case) -> Row {
         twin_median_us: None,
         rust_vs_twin: None,
         twin_error: None,
+        roof_change_pct: None,
         reps: None,
         wall_s: None,
     }

@@ -91,6 +91,10 @@ pub struct Row {
     /// The twin's output failed the check (a failure of the run, not of the Rust row).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub twin_error: Option<String>,
+    /// With `--compare`: how much the row's fraction of its run's roof fell against the old
+    /// run's, in percent (positive: worse), which tells a slower kernel from a slower GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roof_change_pct: Option<f64>,
     /// Timed launches behind the median (fewer than asked for long kernels: TIME_BUDGET_US).
     #[serde(default)]
     pub reps: Option<usize>,
@@ -147,7 +151,14 @@ pub fn compare(rows: &mut [Row], old: &Report, threshold_pct: f64) -> Vec<String
         if let (Some(new), Some(old)) = (r.median_us, o.median_us) {
             let change = 100.0 * (new - old) / old;
             r.change_pct = Some(change);
-            if change > threshold_pct {
+            // The same row against its own run's roof: when the roof (a ceiling measured in
+            // each run) fell as much as the row, the GPU ran slower (clocks, power), not the
+            // kernel: a slowdown is a regression only if the fraction of the roof fell too.
+            r.roof_change_pct = match (r.pct_of_roof, o.pct_of_roof) {
+                (Some(n), Some(p)) if p > 0.0 => Some(100.0 * (p - n) / p),
+                _ => None,
+            };
+            if change > threshold_pct && r.roof_change_pct.is_none_or(|c| c > threshold_pct) {
                 r.regressed = true;
                 regressed.push(format!(
                     "{} {} {}: {old:.1} -> {new:.1} µs (+{change:.1}%)",
@@ -157,6 +168,17 @@ pub fn compare(rows: &mut [Row], old: &Report, threshold_pct: f64) -> Vec<String
         }
     }
     regressed
+}
+
+/// The "vs old" cell: the time's change, "SLOWER" for a regression, and "(roof too)" where
+/// the time grew past the threshold but the run's own roof fell with it (not flagged).
+pub fn change_cell(r: &Row, threshold_pct: f64) -> String {
+    match r.change_pct {
+        Some(c) if r.regressed => format!("{c:+.1}% SLOWER"),
+        Some(c) if c > threshold_pct => format!("{c:+.1}% (roof too)"),
+        Some(c) => format!("{c:+.1}%"),
+        None => "new".into(),
+    }
 }
 
 /// ptxas's resource report for one kernel (read from the JSON `cargo xtask bench` writes).
@@ -189,7 +211,8 @@ pub fn attach_resources(rows: &mut [Row], res: &[KernelResources], arch: &str) {
 
 /// The report as a terminal table. Without a GPU the measured columns say "needs a GPU" and
 /// the predicted floor time is shown instead.
-pub fn table(rows: &[Row], measured: bool, compared: bool) -> comfy_table::Table {
+/// `compared`: the `--compare` threshold, when the rows were compared with an older run.
+pub fn table(rows: &[Row], measured: bool, compared: Option<f64>) -> comfy_table::Table {
     use comfy_table::{CellAlignment, Table, presets::UTF8_FULL_CONDENSED};
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
@@ -218,7 +241,7 @@ pub fn table(rows: &[Row], measured: bool, compared: bool) -> comfy_table::Table
         if twins {
             header.push("vs C++");
         }
-        if compared {
+        if compared.is_some() {
             header.push("vs old");
         }
         header.push("correct");
@@ -265,12 +288,8 @@ pub fn table(rows: &[Row], measured: bool, compared: bool) -> comfy_table::Table
             if twins {
                 cells.push(twin_cell(r));
             }
-            if compared {
-                cells.push(match r.change_pct {
-                    Some(c) if r.regressed => format!("{c:+.1}% SLOWER"),
-                    Some(c) => format!("{c:+.1}%"),
-                    None => "new".into(),
-                });
+            if let Some(threshold) = compared {
+                cells.push(change_cell(r, threshold));
             }
             cells.push(if r.correct {
                 "yes".into()
@@ -492,6 +511,7 @@ pub(crate) mod tests {
             twin_median_us: None,
             rust_vs_twin: None,
             twin_error: None,
+            roof_change_pct: None,
             reps: Some(50),
             wall_s: Some(1.0),
         }
@@ -545,6 +565,25 @@ pub(crate) mod tests {
         assert!(!rows[0].regressed && rows[1].regressed);
         assert!((rows[1].change_pct.unwrap() - 20.0).abs() < 1e-9);
         assert_eq!(rows[2].old_median_us, None);
+        assert_eq!(change_cell(&rows[1], 10.0), "+20.0% SLOWER");
+
+        // 12% slower, but the run's roof fell with it (80% -> 79.5% of the roof): the GPU ran
+        // slower, not the kernel; not flagged. 12% slower at 80% -> 70%: flagged.
+        let with_roof = |median: f64, pct: f64| Row {
+            pct_of_roof: Some(pct),
+            ..row("k", "gemm", median, 1)
+        };
+        let old = Report {
+            rows: vec![with_roof(100.0, 80.0)],
+            ..old
+        };
+        let mut rows = vec![with_roof(112.0, 79.5)];
+        assert!(compare(&mut rows, &old, 10.0).is_empty());
+        assert!(!rows[0].regressed && (rows[0].roof_change_pct.unwrap() - 0.625).abs() < 1e-9);
+        assert_eq!(change_cell(&rows[0], 10.0), "+12.0% (roof too)");
+        let mut rows = vec![with_roof(112.0, 70.0)];
+        assert_eq!(compare(&mut rows, &old, 10.0).len(), 1);
+        assert!(rows[0].regressed);
     }
 
     #[test]

@@ -358,7 +358,10 @@ fn main() -> ExitCode {
         .map(|o| report::compare(&mut rows, o, args.regress_pct))
         .unwrap_or_default();
     if !rows.is_empty() {
-        println!("{}", report::table(&rows, measured, old.is_some()));
+        println!(
+            "{}",
+            report::table(&rows, measured, old.is_some().then_some(args.regress_pct))
+        );
     }
     println!(
         "roofs: DRAM {:.0} GB/s, {} ({})",
