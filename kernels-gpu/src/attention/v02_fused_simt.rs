@@ -53,7 +53,8 @@ unsafe fn run<const D: usize, const PER: usize>(
     scale: f32,
     causal: u32,
 ) {
-    const { assert!(D == 32 * PER) };
+    // One key per lane: `OnlineRow::tile` takes tiles of 32.
+    const { assert!(D == 32 * PER && KEYS == 32) };
     let t = thread::thread_idx_x();
     let (w, lane) = (t / warp::WARP_SIZE, warp::lane_id());
     let q0 = thread::block_idx_x() * ROWS;

@@ -149,7 +149,8 @@ pub(crate) unsafe fn paged_range<const D: usize, const PER: usize, const PARTIAL
 ) {
     use crate::attention::OnlineRow;
     use crate::gpu::{bf16, shared, sync_threads, thread, warp};
-    const { assert!(D == 32 * PER) };
+    // One key per lane: `OnlineRow::tile` takes tiles of 32.
+    const { assert!(D == 32 * PER && KEYS == 32) };
     let t = thread::thread_idx_x();
     let warps = thread::block_dim_x() / warp::WARP_SIZE;
     let (w, lane) = (t / warp::WARP_SIZE, warp::lane_id());
