@@ -93,3 +93,81 @@ mod unit_tests {
         assert!(r.windows(2).all(|w| w[0] < w[1]));
     }
 }
+
+/// The tolerance against the arithmetic: an f32 model of the kernels (scores pre-scaled by
+/// `scale·log2 e`, one key a lane in tiles of 32, the online rescaling, an `exp2` off by
+/// ±2^-21 as `ex2.approx` may be, one bf16 rounding of the output) passes the check at a
+/// long row, and the bugs the check exists for — a key dropped, an output element zeroed —
+/// fail it.
+#[cfg(test)]
+mod tolerance_tests {
+    use super::*;
+    use crate::check::compare_f32;
+    use crate::ops::attention::tests::{TOLERANCE, inputs};
+    use crate::tensor::Dtype;
+
+    /// The kernels' arithmetic in f32 for `rows` of every head, with `drop` keys left off
+    /// the end of each row's context.
+    fn model(a: &Attn, q: &[f32], k: &[f32], v: &[f32], rows: &[usize], drop: usize) -> Vec<f32> {
+        let (s, d) = (a.seq, a.dim);
+        let sl = a.scale() * std::f32::consts::LOG2_E;
+        let exp2 = |x: f32, j: usize| x.exp2() * if j.is_multiple_of(2) { 1.0 + 4.8e-7 } else { 1.0 - 4.8e-7 };
+        let mut out = Vec::new();
+        for bh in 0..a.bh() {
+            let head = bh * s * d;
+            for &i in rows {
+                let keys = if a.causal { i + 1 } else { s } - drop;
+                let qs: Vec<f32> = (0..d).map(|c| q[head + i * d + c] * sl).collect();
+                let (mut m, mut l, mut acc) = (f32::NEG_INFINITY, 0.0f32, vec![0.0f32; d]);
+                for j0 in (0..keys).step_by(32) {
+                    let tile: Vec<usize> = (j0..keys.min(j0 + 32)).collect();
+                    let sc: Vec<f32> = tile
+                        .iter()
+                        .map(|&j| (0..d).fold(0.0f32, |t, c| qs[c].mul_add(k[head + j * d + c], t)))
+                        .collect();
+                    let m_new = sc.iter().copied().fold(m, f32::max);
+                    let p: Vec<f32> = sc.iter().zip(&tile).map(|(&x, &j)| exp2(x - m_new, j)).collect();
+                    let corr = exp2(m - m_new, 0);
+                    l = l.mul_add(corr, p.iter().sum::<f32>());
+                    for (c, o) in acc.iter_mut().enumerate() {
+                        *o *= corr;
+                        for (&pj, &j) in p.iter().zip(&tile) {
+                            *o = pj.mul_add(v[head + j * d + c], *o);
+                        }
+                    }
+                    m = m_new;
+                }
+                out.extend(acc.iter().map(|o| Dtype::Bf16.quantize(o * (1.0 / l))));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn tolerance_passes_the_arithmetic_and_fails_planted_bugs() {
+        for a in [Attn::new(1, 1, 4097, 64, false), Attn::new(1, 1, 1000, 128, true)] {
+            let [q, k, v] = inputs(&a, 7);
+            let rows = sample_rows(a.seq);
+            let want: Vec<f32> = attention_ref(&a, &q, &k, &v, &rows)
+                .into_iter()
+                .map(|x| x as f32)
+                .collect();
+            let (rel, abs) = TOLERANCE;
+            let honest = model(&a, &q, &k, &v, &rows, 0);
+            compare_f32("f32 model", &honest, &want, rel, abs).unwrap();
+            // A key dropped from the end of every row (only rows with more than one key).
+            let long: Vec<usize> = rows.iter().copied().filter(|&i| !a.causal || i > 0).collect();
+            let want_long: Vec<f32> = attention_ref(&a, &q, &k, &v, &long)
+                .into_iter()
+                .map(|x| x as f32)
+                .collect();
+            let dropped = model(&a, &q, &k, &v, &long, 1);
+            assert!(compare_f32("dropped key", &dropped, &want_long, rel, abs).is_err(), "{a}");
+            // One output element zeroed.
+            let mut zeroed = honest.clone();
+            let at = zeroed.iter().position(|x| x.abs() > 1e-3).unwrap();
+            zeroed[at] = 0.0;
+            assert!(compare_f32("zeroed", &zeroed, &want, rel, abs).is_err(), "{a}");
+        }
+    }
+}

@@ -4,8 +4,8 @@
 //! capacity, shapes); launches then reuse it.
 //!
 //! A context length of 0 is refused (a sequence with nothing to attend to has no defined
-//! output; drop it from the batch). Numerical contract and tolerances as `attention`: bf16
-//! in and out, f32 inside, rel 8e-3 and abs 4e-3 against an f64 reference.
+//! output; drop it from the batch). Numerical contract and tolerance as `attention`'s (bf16
+//! in and out, f32 inside, against an f64 reference).
 //!
 //! One file per concern: [`launch`], [`reference`], [`cost`], [`bench`], [`tests`].
 
