@@ -24,7 +24,7 @@ use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::path::{Path, PathBuf};
 
 /// The prefix of a twin entry's name.
-pub const PREFIX: &str = "cuda_";
+pub const PREFIX: &str = rooflab_kernels::twins::ENTRY_PREFIX;
 
 /// Where the twins' sources are, relative to the host crate.
 pub const DIR: &str = "twins";
@@ -336,7 +336,7 @@ pub fn build(
                 )
             })?;
         check_against_rust(&ptx, &rust_ptx(arch)?, arch)?;
-        let file = format!("twins_{arch}.ptx");
+        let file = format!("{}{arch}.ptx", rooflab_kernels::twins::PTX_PREFIX);
         std::fs::write(out_dir.join(&file), &ptx).map_err(|e| e.to_string())?;
         std::fs::write(shown.join(&file), &ptx).map_err(|e| e.to_string())?;
         items.push(format!(

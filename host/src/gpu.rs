@@ -664,10 +664,9 @@ impl Drop for Gpu {
 
 /// Whether the built PTX for `arch` has the entry `name`.
 fn ptx_has_entry(arch: &str, name: &str) -> bool {
-    let needle = format!(".entry {name}(");
     ptx::BUILT
         .iter()
-        .any(|(a, p)| *a == arch && p.contains(&needle))
+        .any(|(a, p)| *a == arch && ptx::has_entry(p, name))
 }
 
 /// Load a PTX module into the current context, turning a refusal into an error that says

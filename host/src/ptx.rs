@@ -44,11 +44,15 @@ pub fn choose(major: i32, minor: i32) -> Option<(&'static str, &'static str)> {
 /// The oldest built arch whose PTX has the entry `name`, e.g. `Some("sm_90a")` for a wgmma
 /// kernel; `None` if no built PTX has it.
 pub fn first_arch_with(name: &str) -> Option<&'static str> {
-    let needle = format!(".entry {name}(");
     BUILT
         .iter()
-        .find(|(_, p)| p.contains(&needle))
+        .find(|(_, p)| has_entry(p, name))
         .map(|(a, _)| *a)
+}
+
+/// Whether the PTX text `ptx` defines the kernel entry `name`.
+pub fn has_entry(ptx: &str, name: &str) -> bool {
+    ptx.contains(&format!(".entry {name}("))
 }
 
 /// The `.version` a PTX file declares, e.g. "7.8".
@@ -103,12 +107,12 @@ pub fn twins_for(arch: &str) -> Result<&'static str, String> {
 
 /// The name of the twin of the Rust entry `name` (`cuda_` + name).
 pub fn twin_name(name: &str) -> String {
-    format!("cuda_{name}")
+    format!("{}{name}", rooflab_kernels::twins::ENTRY_PREFIX)
 }
 
 /// Whether the twins' PTX has a twin of the Rust entry `name`.
 pub fn has_twin(twin_ptx: &str, name: &str) -> bool {
-    twin_ptx.contains(&format!(".entry {}(", twin_name(name)))
+    has_entry(twin_ptx, &twin_name(name))
 }
 
 #[cfg(test)]

@@ -4,6 +4,11 @@
 //! and launch bounds are the Rust step's by construction. `host/build/twins.rs` passes them
 //! to NVRTC as `-DNAME=VALUE`. Names are `FAMILY_VNN_CONST`, so families cannot collide.
 
+/// A twin entry's name is this plus its Rust entry's (`cuda_memory_v03_vectorized_copy`).
+pub const ENTRY_PREFIX: &str = "cuda_";
+/// The twins' PTX for an arch is this plus the arch (`twins_sm_90`), `.ptx`.
+pub const PTX_PREFIX: &str = "twins_";
+
 /// Every twinned variant file (`family/stem`: its kernels have twins) with its
 /// `TWIN_DEFINES`: each family's best step.
 pub const TWINNED: &[(&str, &[(&str, i64)])] = &[

@@ -205,7 +205,7 @@ pub fn run(args: &Args) -> Result<u8> {
         // The CUDA C++ twin of the entry, if the step has one (host/twins): the same lines,
         // so that the two compilers' output can be read side by side.
         let twin_arch = format!("{}{arch}", ptxas::TWINS_PREFIX);
-        let twin_name = format!("cuda_{}", f.name);
+        let twin_name = format!("{}{}", rooflab_kernels::twins::ENTRY_PREFIX, f.name);
         if let Some(t) = reports
             .iter()
             .find(|r| r.arch == twin_arch)
@@ -245,7 +245,7 @@ pub fn run(args: &Args) -> Result<u8> {
         let twin_path = util::target_dir()
             .join("ptx")
             .join(format!("{}{arch}.ptx", ptxas::TWINS_PREFIX));
-        let twin_name = format!("cuda_{}", f.name);
+        let twin_name = format!("{}{}", rooflab_kernels::twins::ENTRY_PREFIX, f.name);
         if let Some(body) = std::fs::read_to_string(&twin_path)
             .ok()
             .and_then(|t| entry_body(&t, &twin_name))

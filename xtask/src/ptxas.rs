@@ -47,7 +47,7 @@ pub struct ArchReport {
 }
 
 /// The prefix of the twins' PTX files and of their reports' arch (`twins_sm_90`).
-pub const TWINS_PREFIX: &str = "twins_";
+pub const TWINS_PREFIX: &str = rooflab_kernels::twins::PTX_PREFIX;
 
 /// The arches to check: the same list host/build uses (`host/build/ptx_arches.txt`).
 fn arches() -> Result<Vec<String>> {

@@ -153,7 +153,7 @@ mod unit_tests {
                             crate::ptx::has_twin(ptx, e)
                                 || !crate::ptx::BUILT
                                     .iter()
-                                    .any(|(a, p)| a == arch && p.contains(&format!(".entry {e}("))),
+                                    .any(|(a, p)| a == arch && crate::ptx::has_entry(p, e)),
                             "{arch}: no CUDA C++ twin of `{e}`"
                         );
                     }
