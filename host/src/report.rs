@@ -7,8 +7,8 @@ use crate::cost::{Bytes, Cost, Flops, Precision};
 use crate::error::{Error, Result};
 use crate::roofline::{Accounting, Bound, Roofs};
 
-/// One line of the report.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+/// One line of the report. `Default` is a row of nothing measured (every figure `None`).
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Row {
     pub name: String,
     pub family: String,
@@ -473,47 +473,16 @@ pub(crate) mod tests {
             name: name.into(),
             family: "memory".into(),
             variant: name.into(),
-            kernels: vec![],
             ladder: ladder.into(),
             shape: "n".into(),
-            note: String::new(),
-            flops: 0,
-            precision: Precision::Fp32Simt,
             min_bytes: 100,
             modelled_bytes: bytes,
-            scratch_bytes: 0,
             median_us: Some(median),
-            p10_us: None,
-            p90_us: None,
-            spread_pct: None,
             gbps: Some(100.0 / median),
-            tflops: None,
-            accounting: None,
-            pct_of_roof: None,
-            registers: None,
-            spill_bytes: None,
-            old_median_us: None,
-            change_pct: None,
-            regressed: false,
-            speedup_vs_v01: None,
-            predicted_speedup_vs_v01: None,
             correct: true,
-            error: None,
-            unavailable: None,
-            peer: None,
-            peer_median_us: None,
-            pct_of_peer: None,
-            compiled_peer: None,
-            compiled_peer_median_us: None,
-            pct_of_compiled_peer: None,
-            compiled_peer_compile_s: None,
-            twin: None,
-            twin_median_us: None,
-            rust_vs_twin: None,
-            twin_error: None,
-            roof_change_pct: None,
             reps: Some(50),
             wall_s: Some(1.0),
+            ..Row::default()
         }
     }
 
