@@ -15,7 +15,8 @@
 //!   spread_pct, speedup_vs_v01) or
 //!   `ceiling;RESOURCE;FIELD;DECIMALS` (FIELD: value, value_k = value / 1000, pct_of_vendor).
 //!   The first row with that name and shape is taken (a ladder's row before a sweep row of
-//!   the same shape); a row the run does not have keeps the text an earlier run wrote.
+//!   the same shape); a row the run does not have, or a figure it did not measure (a peer
+//!   or twin column the run had no peer or twins for), keeps the text an earlier run wrote.
 //!
 //! Every file states the run's date, device, driver and clocks, so a table is never read
 //! without knowing where it was measured. Nothing here is typed by hand.
@@ -99,35 +100,39 @@ pub fn family_table(rows: &[Row], family: &str) -> String {
     if mine.is_empty() {
         return format!("_No `{family}` rows in this run._\n");
     }
-    // The compiled peer's column only where a row of the family has one (`--peer torch`).
-    let compiled = mine.iter().any(|r| r.compiled_peer.is_some());
-    // The CUDA C++ twin's column only where a row of the family is twinned.
-    let twins = mine.iter().any(|r| r.twin.is_some());
-    // Scratch memory only where a step of the family allocates some (attention v01).
-    let scratch = mine.iter().any(|r| r.scratch_bytes > 0);
+    // Columns a family shows only where one of its rows has the figure: the compiled peer
+    // (`--peer torch`), the CUDA C++ twin, scratch memory (attention v01): (header, cell).
+    type Column = (&'static str, fn(&Row) -> String);
+    let optional: [(bool, Column); 3] = [
+        (
+            mine.iter().any(|r| r.compiled_peer.is_some()),
+            ("% of torch.compile", |r| opt(r.pct_of_compiled_peer, 1)),
+        ),
+        (
+            mine.iter().any(|r| r.twin.is_some()),
+            ("Rust / C++ time", |r| cell(&crate::report::twin_cell(r))),
+        ),
+        (
+            mine.iter().any(|r| r.scratch_bytes > 0),
+            ("scratch MiB", |r| {
+                format!("{:.0}", r.scratch_bytes as f64 / (1u64 << 20) as f64)
+            }),
+        ),
+    ];
+    let extra: Vec<Column> = optional
+        .into_iter()
+        .filter(|(shown, _)| *shown)
+        .map(|(_, c)| c)
+        .collect();
     let mut s = String::new();
     s.push_str(
         "| variant | shape | AI F/B | bound | floor µs | model floor µs | median µs | spread % | GB/s | TFLOP/s | % of roof | vs v01 | model vs v01 | regs | % of peer |",
     );
-    if compiled {
-        s.push_str(" % of torch.compile |");
-    }
-    if twins {
-        s.push_str(" Rust / C++ time |");
-    }
-    if scratch {
-        s.push_str(" scratch MiB |");
+    for (header, _) in &extra {
+        let _ = write!(s, " {header} |");
     }
     s.push_str("\n|---|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
-    if compiled {
-        s.push_str("--:|");
-    }
-    if twins {
-        s.push_str("--:|");
-    }
-    if scratch {
-        s.push_str("--:|");
-    }
+    s.push_str(&"--:|".repeat(extra.len()));
     s.push('\n');
     for r in mine {
         let shape = if r.note.is_empty() {
@@ -162,14 +167,8 @@ pub fn family_table(rows: &[Row], family: &str) -> String {
             r.registers.map_or("-".into(), |v| v.to_string()),
             opt(r.pct_of_peer, 1),
         );
-        if compiled {
-            let _ = write!(s, " {} |", opt(r.pct_of_compiled_peer, 1));
-        }
-        if twins {
-            let _ = write!(s, " {} |", cell(&crate::report::twin_cell(r)));
-        }
-        if scratch {
-            let _ = write!(s, " {:.0} |", r.scratch_bytes as f64 / (1u64 << 20) as f64);
+        for (_, value) in &extra {
+            let _ = write!(s, " {} |", value(r));
         }
         s.push('\n');
     }
@@ -378,10 +377,13 @@ fn value_of(report: &Report, key: &str) -> Result<Option<String>> {
                     .map(|p| r.min_bytes as f64 / (p * 1e3)),
                 _ => return Err(bad("unknown row field")),
             };
-            (
-                v.ok_or_else(|| bad("the row has no such figure (not measured?)"))?,
-                digits(d)?,
-            )
+            // A figure the run did not measure (a peer without `--peer torch`, the twins'
+            // without NVRTC) keeps the earlier text, as a row the run lacks does.
+            let d = digits(d)?;
+            let Some(v) = v else {
+                return Ok(None);
+            };
+            (v, d)
         }
         (None, ["ceiling", resource, field, d]) => {
             let Some(c) = report
@@ -398,10 +400,11 @@ fn value_of(report: &Report, key: &str) -> Result<Option<String>> {
                 "pct_of_vendor" => c.pct_of_vendor,
                 _ => return Err(bad("unknown ceiling field")),
             };
-            (
-                v.ok_or_else(|| bad("the ceiling has no such figure"))?,
-                digits(d)?,
-            )
+            let d = digits(d)?;
+            let Some(v) = v else {
+                return Ok(None);
+            };
+            (v, d)
         }
         _ => {
             return Err(bad(
@@ -817,6 +820,13 @@ mod tests {
         );
         let absent = "<!-- rooflab:value row;nope/v01;1;tflops;0 -->7<!-- /rooflab:value -->";
         assert_eq!(fill_values(absent, &r).unwrap(), absent);
+        // A row the run has, without the figure (no twin measured): the text stays too.
+        assert!(row.rust_vs_twin.is_none());
+        let unmeasured = format!(
+            "<!-- rooflab:value row;{};{};{};rust_vs_twin;3 -->0.950<!-- /rooflab:value -->",
+            row.name, row.shape, row.note
+        );
+        assert_eq!(fill_values(&unmeasured, &r).unwrap(), unmeasured);
         let wrong = format!(
             "<!-- rooflab:value row;{};{};{};speed;0 -->7<!-- /rooflab:value -->",
             row.name, row.shape, row.note
