@@ -19,13 +19,6 @@ namespace norm_twin {
 
 enum : int { ITEMS = NORM_V03_ROW_ITEMS };
 
-// gpu::warp::lane_id (`mov.u32 %laneid`).
-__device__ __forceinline__ u32 lane_id() {
-    u32 lane;
-    asm("mov.u32 %0, %%laneid;" : "=r"(lane));
-    return lane;
-}
-
 // gpu::warp::sum_f32: butterfly shuffles with masks 16, 8, 4, 2, 1
 // (`shfl.sync.bfly.b32 .., 0x1f, 0xffffffff`).
 __device__ __forceinline__ float warp_sum(float v) {

@@ -19,29 +19,6 @@ static_assert(REDUCE_V07_FINAL_SHARED_BYTES == REDUCE_V07_FINAL_THREADS / 32 * 4
 
 namespace reduce {
 
-// gpu::warp::lane_id: `%laneid`.
-__device__ __forceinline__ u32 lane_id() {
-    u32 lane;
-    asm("mov.u32 %0, %%laneid;" : "=r"(lane));
-    return lane;
-}
-
-// gpu::warp::shfl_xor_f32: `shfl.sync.bfly.b32 d, v, mask, 0x1f, 0xffffffff`.
-__device__ __forceinline__ float shfl_xor_f32(float v, u32 mask) {
-    float out;
-    asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, %3;"
-                 : "=f"(out)
-                 : "f"(v), "r"(mask), "r"(0xffffffffu));
-    return out;
-}
-
-// gpu::warp::sum_f32: butterfly with masks 16, 8, 4, 2, 1; `v += shuffled` each step.
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-    for (u32 m = 16; m > 0; m >>= 1) v += shfl_xor_f32(v, m);
-    return v;
-}
-
 // gpu::vector::misalignment_f32: leading f32 before `p` reaches a 16-byte boundary.
 __device__ __forceinline__ u64 misalignment_f32(const float* p) {
     return ((16 - ((u64)p & 15)) & 15) / 4;
@@ -59,13 +36,13 @@ __device__ __forceinline__ float block_sum(float v) {
     u32 lane = lane_id();
     u32 w = threadIdx.x / 32;
     u32 nwarps = blockDim.x / 32;
-    v = warp_sum(v);
+    v = warp_sum_f32(v);
     if (lane == 0) words[w] = v;
     __syncthreads();
     float total = 0.0f;
     if (w == 0) {
         float mine = lane < nwarps ? words[lane] : 0.0f;
-        total = warp_sum(mine);
+        total = warp_sum_f32(mine);
     }
     return total;
 }

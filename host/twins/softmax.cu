@@ -29,36 +29,6 @@ __device__ __forceinline__ float exp2_approx(float x) {
 
 __device__ __forceinline__ float neg_inf() { return __uint_as_float(0xff800000u); }
 
-// gpu::warp::lane_id (`%laneid`).
-__device__ __forceinline__ u32 lane_id() {
-    u32 lane;
-    asm("mov.u32 %0, %%laneid;" : "=r"(lane));
-    return lane;
-}
-
-// gpu::warp::shfl_xor_f32: `shfl.sync.bfly.b32` over the full warp (volatile, as the Rust asm
-// is not `pure`).
-__device__ __forceinline__ float shfl_xor(float v, u32 mask) {
-    float out;
-    asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, %3;"
-                 : "=f"(out)
-                 : "f"(v), "r"(mask), "r"(0xffffffffu));
-    return out;
-}
-
-// gpu::warp::sum_f32 / max_f32: butterflies with masks 16, 8, 4, 2, 1.
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-    for (u32 m = 16; m > 0; m >>= 1) v += shfl_xor(v, m);
-    return v;
-}
-
-__device__ __forceinline__ float warp_max(float v) {
-#pragma unroll
-    for (u32 m = 16; m > 0; m >>= 1) v = fmaxf(v, shfl_xor(v, m));
-    return v;
-}
-
 // gpu::block::reduce: barrier, lane 0 of each warp writes its total, barrier, every warp
 // reduces the (at most 32) totals itself.
 __device__ __forceinline__ float block_reduce(float warp_total, float* s, float identity,
@@ -70,15 +40,15 @@ __device__ __forceinline__ float block_reduce(float warp_total, float* s, float 
     if (lane == 0) s[w] = warp_total;
     __syncthreads();
     float v = lane < nw ? s[lane] : identity;
-    return is_max ? warp_max(v) : warp_sum(v);
+    return is_max ? warp_max_f32(v) : warp_sum_f32(v);
 }
 
 __device__ __forceinline__ float block_max(float v, float* s) {
-    return block_reduce(warp_max(v), s, neg_inf(), true);
+    return block_reduce(warp_max_f32(v), s, neg_inf(), true);
 }
 
 __device__ __forceinline__ float block_sum(float v, float* s) {
-    return block_reduce(warp_sum(v), s, 0.0f, false);
+    return block_reduce(warp_sum_f32(v), s, 0.0f, false);
 }
 
 // softmax::device: e^(x - m), the max to subtract (-inf row: 0), 1 / sum (empty: 0).

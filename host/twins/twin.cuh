@@ -21,6 +21,38 @@ __device__ __forceinline__ u64 grid_stride_1d() {
     return (u64)gridDim.x * (u64)blockDim.x;
 }
 
+// ---- warp (gpu::warp): every lane of the warp takes part (the full mask). ----
+
+// gpu::warp::lane_id: `%laneid`.
+__device__ __forceinline__ u32 lane_id() {
+    u32 lane;
+    asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+    return lane;
+}
+
+// gpu::warp::shfl_xor_f32: `shfl.sync.bfly.b32 d, v, mask, 0x1f, 0xffffffff` (volatile, as
+// the Rust asm is not `pure`).
+__device__ __forceinline__ float shfl_xor_f32(float v, u32 mask) {
+    float out;
+    asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, %3;"
+                 : "=f"(out)
+                 : "f"(v), "r"(mask), "r"(0xffffffffu));
+    return out;
+}
+
+// gpu::warp::sum_f32 / max_f32: butterflies with masks 16, 8, 4, 2, 1.
+__device__ __forceinline__ float warp_sum_f32(float v) {
+#pragma unroll
+    for (u32 m = 16; m > 0; m >>= 1) v += shfl_xor_f32(v, m);
+    return v;
+}
+
+__device__ __forceinline__ float warp_max_f32(float v) {
+#pragma unroll
+    for (u32 m = 16; m > 0; m >>= 1) v = fmaxf(v, shfl_xor_f32(v, m));
+    return v;
+}
+
 // gpu::vector::load_f32x4_nc: `ld.global.nc.v4.f32` (the read-only path).
 __device__ __forceinline__ float4 load_f32x4_nc(const float* p) {
     return __ldg(reinterpret_cast<const float4*>(p));
