@@ -10,7 +10,8 @@
 //! - and the text between `<!-- rooflab:value KEY -->` and `<!-- /rooflab:value -->` by one
 //!   figure of the run, so that prose quotes the run too: KEY is
 //!   `row;FAMILY/VARIANT;SHAPE;FIELD;DECIMALS` (FIELD: median_us, tflops, gbps, tbps,
-//!   pct_of_roof, pct_of_peer, peer_tflops, pct_of_compiled_peer, peer_gbps, compiled_peer_gbps,
+//!   pct_of_roof, pct_of_peer, peer_tflops, pct_of_compiled_peer, compiled_peer_us, peer_gbps,
+//!   compiled_peer_gbps,
 //!   rust_vs_twin, twin_median_us,
 //!   spread_pct, speedup_vs_v01) or
 //!   `ceiling;RESOURCE;FIELD;DECIMALS` (FIELD: value, value_k = value / 1000, pct_of_vendor).
@@ -368,6 +369,7 @@ fn value_of(report: &Report, key: &str) -> Result<Option<String>> {
                 "spread_pct" => r.spread_pct,
                 "peer_tflops" => r.peer_median_us.map(|p| r.flops as f64 / (p * 1e6)),
                 "pct_of_compiled_peer" => r.pct_of_compiled_peer,
+                "compiled_peer_us" => r.compiled_peer_median_us,
                 "rust_vs_twin" => r.rust_vs_twin,
                 "twin_median_us" => r.twin_median_us,
                 // The peers' effective bandwidth, by the row's own minimum bytes.
