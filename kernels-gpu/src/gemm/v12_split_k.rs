@@ -7,7 +7,9 @@
 //! its partial product to the `z`-th M×N matrix of a workspace; a second kernel,
 //! `gemm_v12_split_k_reduce`, then adds the slices in a fixed order (0, 1, .. — the same
 //! bits every run, unlike atomics) and applies `alpha` and `beta·C`. With one slice (enough
-//! tiles for the SMs) it is v11 exactly: one launch, straight into C.
+//! tiles for the SMs) the host launches v11's own kernel: this one over a single slice
+//! measured 7-8% slower than v11 at 2048³-8192³ (H200, 2026-12-03; not yet profiled
+//! why), so the split is the only thing v12 adds.
 //!
 //! Thread mapping: the main kernel's is v11's (warp tiles of 64×64, lanes as v07) within
 //! each slice; the reduce kernel has one thread per element of C.
@@ -68,6 +70,9 @@ pub const fn slices(m: u32, n: u32, k: u32, sms: u32) -> u32 {
     };
     // As many slices as `split_k_chunk`'s whole-tile chunks need: none left empty.
     let k_tiles = k.div_ceil(BK);
+    if k_tiles == 0 {
+        return 1; // K = 0: C = beta·C, nothing to split
+    }
     k_tiles.div_ceil(k_tiles.div_ceil(s))
 }
 
