@@ -873,6 +873,7 @@ launch_args!(10; H0 D0 0, H1 D1 1, H2 D2 2, H3 D3 3, H4 D4 4, H5 D5 5, H6 D6 6, 
 launch_args!(11; H0 D0 0, H1 D1 1, H2 D2 2, H3 D3 3, H4 D4 4, H5 D5 5, H6 D6 6, H7 D7 7, H8 D8 8, H9 D9 9, H10 D10 10);
 launch_args!(12; H0 D0 0, H1 D1 1, H2 D2 2, H3 D3 3, H4 D4 4, H5 D5 5, H6 D6 6, H7 D7 7, H8 D8 8, H9 D9 9, H10 D10 10, H11 D11 11);
 launch_args!(13; H0 D0 0, H1 D1 1, H2 D2 2, H3 D3 3, H4 D4 4, H5 D5 5, H6 D6 6, H7 D7 7, H8 D8 8, H9 D9 9, H10 D10 10, H11 D11 11, H12 D12 12);
+launch_args!(14; H0 D0 0, H1 D1 1, H2 D2 2, H3 D3 3, H4 D4 4, H5 D5 5, H6 D6 6, H7 D7 7, H8 D8 8, H9 D9 9, H10 D10 10, H11 D11 11, H12 D12 12, H13 D13 13);
 
 /// An empty parameter list.
 impl LaunchArgs<()> for () {

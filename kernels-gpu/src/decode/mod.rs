@@ -18,6 +18,7 @@
 pub mod v01_block_per_head;
 pub mod v02_gqa_grouped;
 pub mod v03_split_k;
+pub mod v04_vectorized_pipeline;
 
 /// The head dims the kernels are built for.
 pub const HEAD_DIMS: [u32; 2] = [64, 128];

@@ -222,6 +222,15 @@ pub mod warp {
         lane
     }
 
+    /// `bar.warp.sync` over the whole warp: the lanes wait for each other, and their shared
+    /// and global memory accesses before it are ordered before those after it (what a warp
+    /// needs between writing shared memory and reading what other lanes wrote).
+    #[inline(always)]
+    pub fn sync() {
+        // SAFETY: all 32 lanes reach it (FULL_MASK).
+        unsafe { asm!("bar.warp.sync {0};", in(reg32) FULL_MASK, options(nostack)) };
+    }
+
     /// Butterfly shuffle: the value of lane `lane ^ mask`.
     #[inline(always)]
     pub fn shfl_xor_f32(value: f32, mask: u32) -> f32 {
@@ -256,6 +265,21 @@ pub mod warp {
     #[inline(always)]
     pub fn shfl_idx_f32(value: f32, src: u32) -> f32 {
         let out: f32;
+        // SAFETY: as for `shfl_xor_f32`.
+        unsafe {
+            asm!(
+                "shfl.sync.idx.b32 {0}, {1}, {2}, 0x1f, {3};",
+                out(reg32) out, in(reg32) value, in(reg32) src, in(reg32) FULL_MASK,
+                options(nomem, nostack)
+            )
+        };
+        out
+    }
+
+    /// Broadcast of 32 bits: the value of lane `src` (0..32) to every lane.
+    #[inline(always)]
+    pub fn shfl_idx_u32(value: u32, src: u32) -> u32 {
+        let out: u32;
         // SAFETY: as for `shfl_xor_f32`.
         unsafe {
             asm!(

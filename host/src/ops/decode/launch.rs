@@ -3,6 +3,7 @@
 
 use rooflab_kernels::decode::{
     HEAD_DIMS, MAX_GROUP, shared_f32, v01_block_per_head, v02_gqa_grouped, v03_split_k,
+    v04_vectorized_pipeline as v04,
 };
 
 use crate::bench::KernelUse;
@@ -16,12 +17,14 @@ pub enum Variant {
     V01BlockPerHead,
     V02GqaGrouped,
     V03SplitK,
+    V04VectorizedPipeline,
 }
 
-pub const LADDER: [Variant; 3] = [
+pub const LADDER: [Variant; 4] = [
     Variant::V01BlockPerHead,
     Variant::V02GqaGrouped,
     Variant::V03SplitK,
+    Variant::V04VectorizedPipeline,
 ];
 
 /// The sizes of one decode step.
@@ -86,7 +89,67 @@ pub type PartialKernel = Kernel<(
     u32,
 )>;
 
+/// v04's kernels: v03's partial-kernel parameters with `out` before the workspace (one
+/// kernel writes either: `out` with one split, the workspace with more).
+pub type PipelineKernel = Kernel<(
+    *const u16,
+    *const u16,
+    *const u16,
+    *const u32,
+    *const u32,
+    *mut u16,
+    *mut f32,
+    *mut f32,
+    u32,
+    u32,
+    u32,
+    u32,
+    f32,
+    u32,
+)>;
+
+/// How v04 launches at a shape: heads a block (`gc`), blocks a KV head (`chunks`), keys a
+/// split and splits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PipelinePlan {
+    pub gc: u32,
+    pub chunks: u32,
+    pub split_len: u32,
+    pub splits: u32,
+}
+
+impl PipelinePlan {
+    pub fn new(s: &DecodeShape, lens: &[u32], sms: u32) -> PipelinePlan {
+        let group = (s.hq / s.hkv.max(1)) as u32;
+        let gc = v04::group_chunk(group);
+        let chunks = group.div_ceil(gc).max(1);
+        let total: u64 = lens.iter().map(|&l| l as u64).sum();
+        let max_len = lens.iter().copied().max().unwrap_or(0);
+        let split_len = v04::split_len(total, max_len, s.hkv as u32 * chunks, sms);
+        PipelinePlan {
+            gc,
+            chunks,
+            split_len,
+            splits: max_len.div_ceil(split_len).max(1),
+        }
+    }
+}
+
 impl Variant {
+    /// v04's kernel for head dim `dim` and `gc` heads a block.
+    pub fn pipeline_kernel(dim: usize, gc: u32) -> PipelineKernel {
+        match (dim, gc) {
+            (128, 1) => v04::decode_v04_vectorized_pipeline_d128_g1,
+            (128, 2) => v04::decode_v04_vectorized_pipeline_d128_g2,
+            (128, 4) => v04::decode_v04_vectorized_pipeline_d128_g4,
+            (128, _) => v04::decode_v04_vectorized_pipeline_d128_g8,
+            (_, 1) => v04::decode_v04_vectorized_pipeline_d64_g1,
+            (_, 2) => v04::decode_v04_vectorized_pipeline_d64_g2,
+            (_, 4) => v04::decode_v04_vectorized_pipeline_d64_g4,
+            (_, _) => v04::decode_v04_vectorized_pipeline_d64_g8,
+        }
+    }
+
     /// The one-launch kernel of v01 and v02 (v03 runs v02's when it does not split).
     pub fn kernel(self, dim: usize) -> DecodeKernel {
         match (self, dim) {
@@ -110,6 +173,7 @@ impl Variant {
     fn main_kernel(self, dim: usize) -> KernelId {
         match self {
             Variant::V03SplitK => Self::partial_kernel(dim).id(),
+            Variant::V04VectorizedPipeline => Self::pipeline_kernel(dim, 4).id(),
             _ => self.kernel(dim).id(),
         }
     }
@@ -129,12 +193,28 @@ impl Variant {
         match self {
             Variant::V01BlockPerHead => 1,
             Variant::V02GqaGrouped | Variant::V03SplitK => s.hq / s.hkv.max(1),
+            Variant::V04VectorizedPipeline => v04::WARPS as usize,
         }
     }
 
     /// The kernels a launch may run, with their block and shared memory (v03: the partial
     /// rows and the combine; it runs v02's kernel instead when it does not split).
     pub fn kernel_uses(self, s: &DecodeShape) -> Vec<KernelUse> {
+        if self == Variant::V04VectorizedPipeline {
+            let gc = v04::group_chunk((s.hq / s.hkv.max(1)) as u32);
+            return vec![
+                KernelUse::new(
+                    Self::pipeline_kernel(s.dim, gc),
+                    v04::THREADS,
+                    v04::shared_bytes(s.dim as u32, gc),
+                ),
+                KernelUse::new(
+                    v03_split_k::decode_v03_split_k_combine,
+                    32 * v03_split_k::COMBINE_ROWS,
+                    0,
+                ),
+            ];
+        }
         let w = self.warps(s) as u32;
         let smem = 4 * shared_f32(w, s.dim as u32);
         let mut u = vec![KernelUse::new(self.main_kernel(s.dim), 32 * w, smem)];
@@ -150,7 +230,7 @@ impl Variant {
 
     pub fn kernels(self, dim: usize) -> Vec<KernelId> {
         let mut k = vec![self.main_kernel(dim)];
-        if self == Variant::V03SplitK {
+        if matches!(self, Variant::V03SplitK | Variant::V04VectorizedPipeline) {
             k.push(v03_split_k::decode_v03_split_k_combine.id());
         }
         k
@@ -225,6 +305,10 @@ impl PagedKv {
             ("batch·Hq·D", s.q_elements() as u64),
             ("batch·max_pages", s.batch as u64 * s.max_pages as u64),
             ("num_pages", s.num_pages as u64),
+            (
+                "num_pages·page_size·Hkv (cache rows)",
+                s.num_pages as u64 * s.page_size as u64 * s.hkv as u64,
+            ),
         ] {
             if v > u32::MAX as u64 {
                 return Err(Error::TooLarge {
@@ -296,6 +380,9 @@ pub fn decode(gpu: &Gpu, var: Variant, q: &Buf, kv: &PagedKv, out: &mut Buf) -> 
     let op = var.main_kernel(s.dim).name();
     expect_buf(op, "q", q, Dtype::Bf16, s.q_elements())?;
     expect_buf(op, "out", out, Dtype::Bf16, s.q_elements())?;
+    if var == Variant::V04VectorizedPipeline {
+        return decode_v04(gpu, q, kv, out);
+    }
     let warps = var.warps(&s);
     if warps as u32 > MAX_GROUP {
         return Err(Error::Shape {
@@ -392,6 +479,115 @@ pub fn decode(gpu: &Gpu, var: Variant, q: &Buf, kv: &PagedKv, out: &mut Buf) -> 
             ),
         )
     }
+}
+
+/// v04: one launch straight into `out` when the plan has one split, else the partial rows
+/// into the workspace and v03's combine.
+fn decode_v04(gpu: &Gpu, q: &Buf, kv: &PagedKv, out: &mut Buf) -> Result<()> {
+    let s = kv.shape;
+    if s.batch == 0 {
+        return Ok(());
+    }
+    let plan = PipelinePlan::new(&s, &kv.lens_host, gpu.info.multiprocessors);
+    let kernel = Variant::pipeline_kernel(s.dim, plan.gc);
+    let op = kernel.name();
+    if plan.splits > u16::MAX as u32 {
+        return Err(Error::TooLarge {
+            op: op.into(),
+            what: "splits (blocks in z)".into(),
+            value: plan.splits as u64,
+            limit: u16::MAX as u64,
+        });
+    }
+    let cfg = LaunchConfig {
+        grid: (s.hkv as u32 * plan.chunks, s.batch as u32, plan.splits),
+        block: (v04::THREADS, 1, 1),
+        shared_bytes: v04::shared_bytes(s.dim as u32, plan.gc),
+    };
+    let (hq, hkv, ps, mp) = (
+        s.hq as u32,
+        s.hkv as u32,
+        s.page_size as u32,
+        s.max_pages as u32,
+    );
+    if plan.splits == 1 {
+        // SAFETY: q, out hold B·Hq·D bf16, the caches num_pages·page_size·Hkv·D (checked);
+        // table entries a context uses are < num_pages, lengths in 1..=capacity and cache
+        // rows fit in u32 (PagedKv::new); grid, block and shared memory as the kernel's
+        // header says; one split covers the longest context, so the workspace is not used.
+        return unsafe {
+            gpu.launch(
+                kernel,
+                cfg,
+                (
+                    q.view::<u16>(op)?,
+                    kv.k_cache.view::<u16>(op)?,
+                    kv.v_cache.view::<u16>(op)?,
+                    kv.table.view(),
+                    kv.lens.view(),
+                    out.view_mut::<u16>(op)?,
+                    None::<crate::gpu::ViewMut<'_, f32>>,
+                    None::<crate::gpu::ViewMut<'_, f32>>,
+                    hq,
+                    hkv,
+                    ps,
+                    mp,
+                    s.scale(),
+                    plan.split_len,
+                ),
+            )
+        };
+    }
+    let rows = s.batch * s.hq;
+    let (o_len, len) = (
+        rows * plan.splits as usize * s.dim,
+        rows * plan.splits as usize * (s.dim + 2),
+    );
+    let ccfg = LaunchConfig::for_threads(
+        op,
+        rows.div_ceil(v03_split_k::COMBINE_ROWS as usize) as u64 * 32 * v03_split_k::COMBINE_ROWS as u64,
+        32 * v03_split_k::COMBINE_ROWS,
+    )?;
+    gpu.with_workspace(len, |ws| {
+        // SAFETY: as above, and the workspace holds B·Hq·splits rows of D f32 then as many
+        // (m, l) pairs, which the kernel writes (every split, empty ones included) and the
+        // combine reads, one warp per (sequence, query head).
+        unsafe {
+            let (wo, wml) = ws.view_range_mut(0..len).split_at(o_len);
+            gpu.launch(
+                kernel,
+                cfg,
+                (
+                    q.view::<u16>(op)?,
+                    kv.k_cache.view::<u16>(op)?,
+                    kv.v_cache.view::<u16>(op)?,
+                    kv.table.view(),
+                    kv.lens.view(),
+                    None::<crate::gpu::ViewMut<'_, u16>>,
+                    Some(wo),
+                    Some(wml),
+                    hq,
+                    hkv,
+                    ps,
+                    mp,
+                    s.scale(),
+                    plan.split_len,
+                ),
+            )?;
+            gpu.launch(
+                v03_split_k::decode_v03_split_k_combine,
+                ccfg,
+                (
+                    ws.view_range(0..o_len),
+                    ws.view_range(o_len..len),
+                    out.view_mut::<u16>(op)?,
+                    rows as u32,
+                    plan.splits,
+                    s.dim as u32,
+                ),
+            )
+        }
+    })
 }
 
 #[cfg(test)]

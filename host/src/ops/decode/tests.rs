@@ -217,6 +217,28 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
             Ok(())
         },
     ));
+    // v04's head chunks: a group of 6 (one chunk of 8, two heads masked), of 32 (four chunks)
+    // and of 3 (a chunk of 4, one masked); short contexts (one split) and long (several).
+    t.push(GpuTest::new(
+        format!("decode_{}_head_chunks_match_cpu", Variant::V04VectorizedPipeline.stem()),
+        move |gpu| {
+            let v = Variant::V04VectorizedPipeline;
+            for (i, (hq, hkv, dim, page_size, lens)) in [
+                (12, 2, 128, 16, vec![700, 33]),
+                (32, 1, 64, 5, vec![97, 3000]),
+                (3, 1, 128, 16, vec![2, 1500]),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let h = Heads { hq, hkv, dim, page_size };
+                let p = problem(gpu, h, &lens, None, seed ^ (0x404 + i as u64))?;
+                let all: Vec<usize> = (0..lens.len()).collect();
+                check(gpu, v, &p, &all)?;
+            }
+            Ok(())
+        },
+    ));
     t.push(GpuTest::new(
         "decode_bad_input_is_refused_before_launch",
         |gpu| {
