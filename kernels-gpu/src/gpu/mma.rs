@@ -85,6 +85,31 @@ pub unsafe fn ldmatrix_x2(addr: u32) -> [u32; 2] {
     [r0, r1]
 }
 
+/// Four 8×8 b16 matrices from shared memory, transposed on the way
+/// (`ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16`): lane `l` gives the `.shared` address
+/// of row `l % 8` of matrix `l / 8`, as for [`ldmatrix_x4`]; register `i` of every lane gets
+/// the elements at rows `2·(lane % 4)` (low half) and `2·(lane % 4) + 1` (high half), column
+/// `lane >> 2`, of matrix `i`. So a B operand stored k-major — rows of k with n contiguous,
+/// as V (keys × head dims) is for `P·V` — loads straight into the "col" fragment: with
+/// matrices 0, 1 the rows k 0..8 and 8..16 of columns n0..n0+8, registers 0, 1 are that n8
+/// tile's `b[0]` (k 2t, 2t+1 of column g) and `b[1]` (k 2t+8, 2t+9).
+///
+/// # Safety
+/// As [`ldmatrix_x4`].
+#[inline(always)]
+pub unsafe fn ldmatrix_x4_trans(addr: u32) -> [u32; 4] {
+    let (r0, r1, r2, r3): (u32, u32, u32, u32);
+    // SAFETY: as `ldmatrix_x4`.
+    unsafe {
+        asm!(
+            "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {{{0}, {1}, {2}, {3}}}, [{4}];",
+            out(reg32) r0, out(reg32) r1, out(reg32) r2, out(reg32) r3, in(reg32) addr,
+            options(pure, readonly, nostack)
+        )
+    };
+    [r0, r1, r2, r3]
+}
+
 /// Two f32 -> one 32-bit word of two bf16, round to nearest even (`cvt.rn.bf16x2.f32`):
 /// `lo` in the low half (the lower address). The epilogue's packing of `c[0], c[1]`.
 #[inline(always)]
