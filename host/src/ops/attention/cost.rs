@@ -16,7 +16,8 @@ pub fn pairs(a: &Attn) -> u64 {
 
 /// 4·D FLOPs per scored pair (2·D for q·k, 2·D for p·v), the convention FlashAttention's
 /// papers and PyTorch's benchmarks use; Q, K, V read and O written once, bf16. The
-/// arithmetic of v01-v02 is f32 on the CUDA cores: the FP32 roof.
+/// arithmetic of v01-v02 is f32 on the CUDA cores: the FP32 roof (v03's is on the tensor
+/// cores: [`Variant::modelled`] sets the BF16 tensor roof).
 pub fn cost(a: &Attn) -> Cost {
     Cost::new(
         // Saturating: the bench builds costs before the shape checks refuse absurd sizes.
@@ -28,7 +29,10 @@ pub fn cost(a: &Attn) -> Cost {
 
 impl Variant {
     /// v01 adds the scores' round trips: written, read and written (softmax in place), read:
-    /// 16 bytes per score, all S² of them (the masked ones are written too).
+    /// 16 bytes per score, all S² of them (the masked ones are written too). v03 does the
+    /// same FLOPs on the tensor cores (`mma.sync` bf16): the BF16 tensor roof. (Its P·V runs
+    /// twice, P as bf16 hi + lo, but the count is the op's 4·D per pair, as for every
+    /// step and for PyTorch's figures.)
     pub fn modelled(self, a: &Attn) -> Cost {
         let base = cost(a);
         match self {
@@ -42,6 +46,7 @@ impl Variant {
                 )
                 .with_scratch(Bytes(self.scratch_bytes(a))),
             Variant::V02FusedSimt => base,
+            Variant::V03FlashMma => base.with_precision(Precision::Bf16Tensor),
         }
     }
 }
@@ -65,5 +70,10 @@ mod unit_tests {
         // v01 holds the scores (4 B each); v02 nothing beyond Q, K, V, O.
         assert_eq!(Variant::V01Naive.modelled(&a).scratch_bytes, Bytes(4 * 2 * 9));
         assert_eq!(Variant::V02FusedSimt.modelled(&a).scratch_bytes, Bytes(0));
+        // v03: the same FLOPs and bytes, against the BF16 tensor roof.
+        let v3 = Variant::V03FlashMma.modelled(&c);
+        assert_eq!((v3.flops, v3.min_bytes), (cost(&c).flops, cost(&c).min_bytes));
+        assert_eq!(v3.precision, Precision::Bf16Tensor);
+        assert_eq!(Variant::V02FusedSimt.modelled(&a).precision, Precision::Fp32Simt);
     }
 }

@@ -1,7 +1,7 @@
 //! attention: the variants, their entries and launch geometry (from the variant files'
 //! constants), the shape checks and the safe wrapper.
 
-use rooflab_kernels::attention::{HEAD_DIMS, MAX_SEQ, v01_naive, v02_fused_simt};
+use rooflab_kernels::attention::{HEAD_DIMS, MAX_SEQ, v01_naive, v02_fused_simt, v03_flash_mma};
 
 use crate::bench::KernelUse;
 use crate::error::{Error, Result};
@@ -13,9 +13,10 @@ use crate::tensor::{Buf, Dtype};
 pub enum Variant {
     V01Naive,
     V02FusedSimt,
+    V03FlashMma,
 }
 
-pub const LADDER: [Variant; 2] = [Variant::V01Naive, Variant::V02FusedSimt];
+pub const LADDER: [Variant; 3] = [Variant::V01Naive, Variant::V02FusedSimt, Variant::V03FlashMma];
 
 /// One attention problem: `heads = B·H` heads of `seq` queries and keys of `dim`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,7 +87,7 @@ impl Variant {
     pub fn row_variant(self, dim: usize) -> String {
         match self {
             Variant::V01Naive => self.stem().to_string(),
-            Variant::V02FusedSimt => format!("{}_d{dim}", self.stem()),
+            Variant::V02FusedSimt | Variant::V03FlashMma => format!("{}_d{dim}", self.stem()),
         }
     }
 
@@ -102,6 +103,11 @@ impl Variant {
                 v02_fused_simt::attention_v02_fused_simt_d128.id()
             } else {
                 v02_fused_simt::attention_v02_fused_simt_d64.id()
+            }],
+            Variant::V03FlashMma => vec![if dim == 128 {
+                v03_flash_mma::attention_v03_flash_mma_d128.id()
+            } else {
+                v03_flash_mma::attention_v03_flash_mma_d64.id()
             }],
         }
     }
@@ -122,6 +128,11 @@ impl Variant {
                 v02_fused_simt::THREADS,
                 4 * v02_fused_simt::shared_f32(dim as u32),
             )],
+            Variant::V03FlashMma => vec![KernelUse::new(
+                self.kernels(dim)[0],
+                v03_flash_mma::THREADS,
+                v03_flash_mma::shared_bytes(dim as u32),
+            )],
         }
     }
 
@@ -131,7 +142,7 @@ impl Variant {
             Variant::V01Naive => {
                 (4 * a.bh() as u64).saturating_mul((a.seq as u64).saturating_mul(a.seq as u64))
             }
-            Variant::V02FusedSimt => 0,
+            Variant::V02FusedSimt | Variant::V03FlashMma => 0,
         }
     }
 }
@@ -262,6 +273,24 @@ pub fn attention(
             // ceil(S / ROWS) × heads blocks of THREADS with the shared memory `run` needs.
             unsafe { gpu.launch(kernel, cfg, (qv, kv, vv, ov, seq, a.scale(), causal)) }
         }
+        Variant::V03FlashMma => {
+            let cfg = LaunchConfig {
+                grid: (seq.div_ceil(v03_flash_mma::BR), heads, 1),
+                block: (v03_flash_mma::THREADS, 1, 1),
+                shared_bytes: v03_flash_mma::shared_bytes(dim),
+            };
+            let kernel = if dim == 128 {
+                v03_flash_mma::attention_v03_flash_mma_d128
+            } else {
+                v03_flash_mma::attention_v03_flash_mma_d64
+            };
+            // SAFETY: Q, K, V, O hold `heads` heads of S·D bf16 (validated), each a whole
+            // buffer (cuMemAlloc: 256-byte aligned, so every row of D bf16 is 16-byte
+            // aligned for the kernel's 16-byte copies and stores); the grid is
+            // ceil(S / BR) × heads blocks of THREADS with the shared memory `body` needs
+            // (past 48 KiB the launch opts in).
+            unsafe { gpu.launch(kernel, cfg, (qv, kv, vv, ov, seq, a.scale(), causal)) }
+        }
     }
 }
 
@@ -274,10 +303,19 @@ mod unit_tests {
         assert_eq!(Variant::V01Naive.stem(), "v01_naive");
         assert_eq!(Variant::V02FusedSimt.stem(), "v02_fused_simt");
         assert_eq!(Variant::V02FusedSimt.row_variant(128), "v02_fused_simt_d128");
+        assert_eq!(Variant::V03FlashMma.stem(), "v03_flash_mma");
+        assert_eq!(Variant::V03FlashMma.row_variant(64), "v03_flash_mma_d64");
         for d in HEAD_DIMS {
             let u = Variant::V02FusedSimt.kernel_uses(d as usize);
             // Under the 48 KiB a launch gets without opting in.
             assert!(u[0].shared_bytes <= 48 * 1024, "D={d}: {}", u[0].shared_bytes);
+            assert!(u[0].kernel.name().ends_with(&format!("_d{d}")));
+            // v03: 40 KiB at D 64, 80 KiB at D 128 (the launch opts in past 48 KiB; two
+            // blocks of 80 KiB still fit sm_80's and sm_90's 227 KiB).
+            let u = Variant::V03FlashMma.kernel_uses(d as usize);
+            assert_eq!(u[0].shared_bytes, [40 * 1024, 80 * 1024][(d == 128) as usize], "D={d}");
+            assert!(2 * u[0].shared_bytes <= 227 * 1024);
+            assert_eq!(u[0].block_threads, 128);
             assert!(u[0].kernel.name().ends_with(&format!("_d{d}")));
         }
         let a = Attn::new(4, 16, 4096, 128, false);

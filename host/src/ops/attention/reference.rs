@@ -171,3 +171,371 @@ mod tolerance_tests {
         }
     }
 }
+
+/// v03 (`attention_v03_flash_mma`) run on the CPU, warp by warp and lane by lane, with the
+/// kernel's own index functions (the swizzle, the copy order, which lane addresses which
+/// row for each `ldmatrix`, where the C and P fragments sit) and `ldmatrix`/`mma.sync`
+/// emulated as the PTX ISA lays out their fragments ("Matrix Fragments for mma.m16n8k16",
+/// "ldmatrix"): a layout bug shows here as a wrong output, before any GPU. It also checks
+/// what the GPU would not report: every `ldmatrix` phase free of bank conflicts, every
+/// copy and stage inside its tile, each output element written once and rows past S never.
+#[cfg(test)]
+mod v03_emulation {
+    use super::*;
+    use crate::check::compare_f32;
+    use crate::ops::attention::tests::{TOLERANCE, inputs};
+    use half::bf16;
+    use rooflab_kernels::attention::v03_flash_mma::{
+        self as v3, BC, BR, STAGES, THREADS, WARPS, acc_row_col, copy_chunk, k_frag_offset, k_lane,
+        p_source, q_lane, shared_bytes, stage_offset, swizzled_byte_offset, v_frag_offset, v_lane,
+    };
+
+    type Lanes<T> = [T; 32];
+
+    fn to_bits(x: f32) -> u16 {
+        bf16::from_f32(x).to_bits()
+    }
+    fn from_bits(b: u16) -> f32 {
+        bf16::from_bits(b).to_f32()
+    }
+    /// Two bf16 in one register, `lo` in the low half (`cvt.rn.bf16x2.f32`'s packing).
+    fn pack(lo: f32, hi: f32) -> u32 {
+        to_bits(lo) as u32 | (to_bits(hi) as u32) << 16
+    }
+    fn halves(w: u32) -> [f32; 2] {
+        [from_bits(w as u16), from_bits((w >> 16) as u16)]
+    }
+
+    /// `ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16` on `smem` (bytes as u16 words):
+    /// lane `l` addresses row `l % 8` of matrix `l / 8`; register `i` of lane `l` holds
+    /// row `l / 4`, columns `2·(l % 4)`, `+1` of matrix `i`, or with `.trans` rows
+    /// `2·(l % 4)`, `+1` of column `l / 4`. Each phase of 8 addresses must be 16-byte
+    /// aligned, inside `limit` (the tile read) and on 8 distinct bank groups.
+    fn ldmatrix_x4(smem: &[u16], addr: &Lanes<u32>, limit: (u32, u32), trans: bool) -> Lanes<[u32; 4]> {
+        for i in 0..4 {
+            let mut groups = 0u32;
+            for r in 0..8 {
+                let a = addr[8 * i + r];
+                assert!(a.is_multiple_of(16) && a >= limit.0 && a + 16 <= limit.1, "ldmatrix address {a}");
+                groups |= 1 << ((a / 16) % 8);
+            }
+            assert_eq!(groups, 0xff, "bank conflict in ldmatrix matrix {i}: {:?}", &addr[8 * i..8 * i + 8]);
+        }
+        let el = |i: usize, r: usize, c: usize| smem[(addr[8 * i + r] / 2) as usize + c];
+        std::array::from_fn(|l| {
+            let (g, t) = (l / 4, l % 4);
+            std::array::from_fn(|i| {
+                let (a, b) = if trans {
+                    (el(i, 2 * t, g), el(i, 2 * t + 1, g))
+                } else {
+                    (el(i, g, 2 * t), el(i, g, 2 * t + 1))
+                };
+                a as u32 | (b as u32) << 16
+            })
+        })
+    }
+
+    /// `mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32`, the fragments as the PTX ISA
+    /// places them (g = lane / 4, t = lane % 4): A a0 (g, 2t..), a1 (g + 8, 2t..), a2 (g,
+    /// 2t + 8..), a3 (g + 8, 2t + 8..); B b0 (k 2t.., n g), b1 (k 2t + 8.., n g); C/D c0, c1
+    /// (g, 2t, 2t + 1), c2, c3 (g + 8, ..).
+    fn mma(a: &Lanes<[u32; 4]>, b: &Lanes<[u32; 2]>, c: &Lanes<[f32; 4]>) -> Lanes<[f32; 4]> {
+        let mut am = [[f32::NAN; 16]; 16];
+        let mut bm = [[f32::NAN; 8]; 16];
+        for l in 0..32 {
+            let (g, t) = (l / 4, l % 4);
+            for (reg, (r, k)) in [(g, 2 * t), (g + 8, 2 * t), (g, 2 * t + 8), (g + 8, 2 * t + 8)]
+                .into_iter()
+                .enumerate()
+            {
+                [am[r][k], am[r][k + 1]] = halves(a[l][reg]);
+            }
+            [bm[2 * t][g], bm[2 * t + 1][g]] = halves(b[l][0]);
+            [bm[2 * t + 8][g], bm[2 * t + 9][g]] = halves(b[l][1]);
+        }
+        std::array::from_fn(|l| {
+            let (g, t) = (l / 4, l % 4);
+            std::array::from_fn(|e| {
+                let (r, n) = (g + 8 * (e / 2), 2 * t + e % 2);
+                let dot: f64 = (0..16).map(|k| am[r][k] as f64 * bm[k][n] as f64).sum();
+                (c[l][e] as f64 + dot) as f32
+            })
+        })
+    }
+
+    fn shfl_xor(x: &Lanes<f32>, mask: usize) -> Lanes<f32> {
+        std::array::from_fn(|l| x[l ^ mask])
+    }
+
+    /// The kernel's `copy_tile`: `rows` rows of D from row `r0` of `head` (rows ≥ seq
+    /// zero-filled) into the swizzled tile at byte `dst`, every slot written once.
+    fn copy_tile(smem: &mut [u16], head: &[f32], d: u32, seq: u32, rows: u32, r0: u32, dst: u32) {
+        let mut seen = std::collections::HashSet::new();
+        for t in 0..THREADS {
+            for i in 0..rows * d / 8 / THREADS {
+                let (r, c) = copy_chunk(d, t + i * THREADS);
+                let at = dst + swizzled_byte_offset(d, r, c);
+                assert!(at.is_multiple_of(16) && at + 16 <= dst + rows * d * 2 && seen.insert(at));
+                for e in 0..8 {
+                    let row = r0 + r;
+                    let x = if row < seq { head[(row * d + 8 * c + e) as usize] } else { 0.0 };
+                    smem[(at / 2 + e) as usize] = to_bits(x);
+                }
+            }
+        }
+        assert_eq!(seen.len() as u32, rows * d / 8);
+    }
+
+    /// v03 over the whole problem: O for every head, rows < S (NaN where never written).
+    fn run(a: &Attn, q: &[f32], k: &[f32], v: &[f32], split: bool) -> Vec<f32> {
+        let (seq, d) = (a.seq as u32, a.dim as u32);
+        let (ks, nt, no) = ((d / 16) as usize, (BC / 8) as usize, (d / 8) as usize);
+        let sl = a.scale() * std::f32::consts::LOG2_E;
+        let mut out = vec![f32::NAN; a.elements()];
+        let mut written = vec![0u8; a.elements()];
+        let grid_x = seq.div_ceil(BR);
+        for bh in 0..a.bh() {
+            let hr = bh * a.seq * a.dim..(bh + 1) * a.seq * a.dim;
+            let (qh, kh, vh) = (&q[hr.clone()], &k[hr.clone()], &v[hr.clone()]);
+            for bx in 0..grid_x {
+                let q0 = (grid_x - 1 - bx) * BR;
+                // Unwritten shared memory reads as NaN.
+                let mut sm = vec![0x7fc0u16; (shared_bytes(d) / 2) as usize];
+                let end = if a.causal { seq.min(q0 + BR) } else { seq };
+                let tiles = end.div_ceil(BC);
+                copy_tile(&mut sm, qh, d, seq, BR, q0, 0);
+                copy_tile(&mut sm, kh, d, seq, BC, 0, stage_offset(d, true, 0));
+                copy_tile(&mut sm, vh, d, seq, BC, 0, stage_offset(d, false, 0));
+                let q_tile = (0, BR * d * 2);
+                for w in 0..WARPS {
+                    let wr = 16 * w;
+                    let qf: Vec<Lanes<[u32; 4]>> = (0..ks)
+                        .map(|kk| {
+                            let addr = std::array::from_fn(|l| {
+                                let (r, c) = q_lane(l as u32, kk as u32);
+                                swizzled_byte_offset(d, wr + r, c)
+                            });
+                            ldmatrix_x4(&sm, &addr, q_tile, false)
+                        })
+                        .collect();
+                    // The warp's state (one copy per lane), as the kernel's registers.
+                    let mut acc = vec![[[0.0f32; 4]; 32]; no];
+                    let mut m = [[f32::NEG_INFINITY; 2]; 32];
+                    let mut l = [[0.0f32; 2]; 32];
+                    // Each warp replays the block's tile sequence on its own copy of the
+                    // stages (the copies are the same for every warp).
+                    let mut smw = sm.clone();
+                    for jt in 0..tiles {
+                        if jt + 1 < tiles {
+                            let s = (jt + 1) % STAGES;
+                            copy_tile(&mut smw, kh, d, seq, BC, (jt + 1) * BC, stage_offset(d, true, s));
+                            copy_tile(&mut smw, vh, d, seq, BC, (jt + 1) * BC, stage_offset(d, false, s));
+                        }
+                        let (kb, vb) = (stage_offset(d, true, jt % STAGES), stage_offset(d, false, jt % STAGES));
+                        let (k_tile, v_tile) = ((kb, kb + BC * d * 2), (vb, vb + BC * d * 2));
+                        let j0 = jt * BC;
+                        let mut s = vec![[[0.0f32; 4]; 32]; nt];
+                        for (kk, qa) in qf.iter().enumerate() {
+                            for p in 0..nt / 2 {
+                                let addr = std::array::from_fn(|ln| {
+                                    kb + k_frag_offset(d, ln as u32, kk as u32, p as u32)
+                                });
+                                let b = ldmatrix_x4(&smw, &addr, k_tile, false);
+                                let b01 = b.map(|x| [x[0], x[1]]);
+                                let b23 = b.map(|x| [x[2], x[3]]);
+                                s[2 * p] = mma(qa, &b01, &s[2 * p]);
+                                s[2 * p + 1] = mma(qa, &b23, &s[2 * p + 1]);
+                            }
+                        }
+                        if j0 + BC > seq || (a.causal && j0 + BC > q0 + 1) {
+                            for (n, sn) in s.iter_mut().enumerate() {
+                                for (ln, x) in sn.iter_mut().enumerate() {
+                                    for (e, x) in x.iter_mut().enumerate() {
+                                        let (r, col) = acc_row_col(ln as u32, e as u32);
+                                        let key = j0 + 8 * n as u32 + col;
+                                        if key >= seq || (a.causal && key > q0 + wr + r) {
+                                            *x = f32::NEG_INFINITY;
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                        for r in 0..2 {
+                            let mut mx: Lanes<f32> = std::array::from_fn(|ln| {
+                                s.iter().fold(m[ln][r], |x, sn| x.max(sn[ln][2 * r]).max(sn[ln][2 * r + 1]))
+                            });
+                            for mask in [1, 2] {
+                                let o = shfl_xor(&mx, mask);
+                                mx = std::array::from_fn(|ln| mx[ln].max(o[ln]));
+                            }
+                            for ln in 0..32 {
+                                let msc = if mx[ln] == f32::NEG_INFINITY { 0.0 } else { mx[ln] * sl };
+                                let corr = (m[ln][r] * sl - msc).exp2();
+                                let mut rs = 0.0f32;
+                                for sn in s.iter_mut() {
+                                    for e in [2 * r, 2 * r + 1] {
+                                        sn[ln][e] = sn[ln][e].mul_add(sl, -msc).exp2();
+                                        rs += sn[ln][e];
+                                    }
+                                }
+                                l[ln][r] = l[ln][r].mul_add(corr, rs);
+                                for an in acc.iter_mut() {
+                                    an[ln][2 * r] *= corr;
+                                    an[ln][2 * r + 1] *= corr;
+                                }
+                                m[ln][r] = mx[ln];
+                            }
+                        }
+                        for kk in 0..nt / 2 {
+                            let mut hi = [[0u32; 4]; 32];
+                            let mut lo = [[0u32; 4]; 32];
+                            for ln in 0..32 {
+                                for i in 0..4 {
+                                    let (tn, e) = p_source(i);
+                                    let x = s[2 * kk + tn][ln];
+                                    hi[ln][i] = pack(x[e], x[e + 1]);
+                                    let h = halves(hi[ln][i]);
+                                    lo[ln][i] = pack(x[e] - h[0], x[e + 1] - h[1]);
+                                }
+                            }
+                            for np in 0..no / 2 {
+                                let addr = std::array::from_fn(|ln| {
+                                    vb + v_frag_offset(d, ln as u32, kk as u32, np as u32)
+                                });
+                                let b = ldmatrix_x4(&smw, &addr, v_tile, true);
+                                let b01 = b.map(|x| [x[0], x[1]]);
+                                let b23 = b.map(|x| [x[2], x[3]]);
+                                acc[2 * np] = mma(&hi, &b01, &acc[2 * np]);
+                                acc[2 * np + 1] = mma(&hi, &b23, &acc[2 * np + 1]);
+                                if split {
+                                    acc[2 * np] = mma(&lo, &b01, &acc[2 * np]);
+                                    acc[2 * np + 1] = mma(&lo, &b23, &acc[2 * np + 1]);
+                                }
+                            }
+                        }
+                    }
+                    // Epilogue: the rows' sums over the quad, O staged in bf16 in the warp's
+                    // rows of the Q tile (of the block's shared memory: the stores below
+                    // read every warp's rows).
+                    for r in 0..2 {
+                        let mut x: Lanes<f32> = std::array::from_fn(|ln| l[ln][r]);
+                        for mask in [1, 2] {
+                            let o = shfl_xor(&x, mask);
+                            x = std::array::from_fn(|ln| x[ln] + o[ln]);
+                        }
+                        for (lr, xr) in l.iter_mut().zip(x) {
+                            lr[r] = xr;
+                        }
+                    }
+                    for (n, an) in acc.iter().enumerate() {
+                        for ln in 0..32 {
+                            for h in 0..2 {
+                                let (r, c) = acc_row_col(ln as u32, 2 * h as u32);
+                                assert!(r < 16);
+                                let at = swizzled_byte_offset(d, wr + r, n as u32) + 2 * c;
+                                let inv = 1.0 / l[ln][h];
+                                let wv = pack(an[ln][2 * h] * inv, an[ln][2 * h + 1] * inv);
+                                sm[(at / 2) as usize] = wv as u16;
+                                sm[(at / 2 + 1) as usize] = (wv >> 16) as u16;
+                            }
+                        }
+                    }
+                }
+                for t in 0..THREADS {
+                    for i in 0..BR * d / 8 / THREADS {
+                        let (r, c) = copy_chunk(d, t + i * THREADS);
+                        if q0 + r < seq {
+                            let at = (swizzled_byte_offset(d, r, c) / 2) as usize;
+                            let o = bh * a.seq * a.dim + ((q0 + r) * d + 8 * c) as usize;
+                            for e in 0..8 {
+                                out[o + e] = from_bits(sm[at + e]);
+                                written[o + e] += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(written.iter().all(|&n| n == 1), "an output element written {:?} times", written.iter().find(|&&n| n != 1));
+        out
+    }
+
+    /// The kernel's split addresses (a lane part for `kk % 4` or `np % 4`, plus a constant)
+    /// are the swizzled (row, chunk) of `k_lane` and `v_lane`, for every lane and step.
+    #[test]
+    fn v03_split_offsets_are_the_swizzled_rows() {
+        for d in [64u32, 128] {
+            for lane in 0..32 {
+                for kk in 0..d / 16 {
+                    for p in 0..BC / 16 {
+                        let (r, c) = k_lane(lane, kk);
+                        assert_eq!(
+                            k_frag_offset(d, lane, kk, p),
+                            swizzled_byte_offset(d, 16 * p + r, c),
+                            "K d={d} lane={lane} kk={kk} p={p}"
+                        );
+                    }
+                }
+                for kk in 0..BC / 16 {
+                    for np in 0..d / 16 {
+                        let (r, c) = v_lane(lane, np);
+                        assert_eq!(
+                            v_frag_offset(d, lane, kk, np),
+                            swizzled_byte_offset(d, 16 * kk + r, c),
+                            "V d={d} lane={lane} kk={kk} np={np}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    fn rows_of(a: &Attn, o: &[f32], rows: &[usize]) -> Vec<f32> {
+        (0..a.bh())
+            .flat_map(|bh| rows.iter().map(move |&i| (bh * a.seq + i) * a.dim))
+            .flat_map(|at| o[at..at + a.dim].to_vec())
+            .collect()
+    }
+
+    /// The emulated kernel against the f64 reference at the family's tolerance: lengths
+    /// below, at and past the tiles, both head dims, causal and not, several heads.
+    #[test]
+    fn v03_fragments_emulated_match_the_reference() {
+        for (i, a) in [
+            Attn::new(1, 2, 1, 64, true),
+            Attn::new(2, 1, 17, 128, false),
+            Attn::new(1, 2, 17, 64, true),
+            Attn::new(1, 1, 64, 128, true),
+            Attn::new(1, 1, 65, 64, false),
+            Attn::new(1, 2, 129, 64, true),
+            Attn::new(1, 1, 130, 128, true),
+            Attn::new(1, 1, 200, 128, false),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let [q, k, v] = inputs(&a, 40 + i as u64);
+            let got = run(&a, &q, &k, &v, v3::P_SPLIT);
+            assert!(got.iter().all(|x| x.is_finite()), "{a}");
+            let rows = sample_rows(a.seq);
+            let want: Vec<f32> = attention_ref(&a, &q, &k, &v, &rows).into_iter().map(|x| x as f32).collect();
+            compare_f32(&format!("v03 emulated {a}"), &rows_of(&a, &got, &rows), &want, TOLERANCE.0, TOLERANCE.1)
+                .unwrap();
+        }
+    }
+
+    /// Why `P_SPLIT`: with P rounded to one bf16 (FlashAttention's P·V), the emulated kernel
+    /// fails the family's tolerance; with the hi + lo split it passes.
+    #[test]
+    fn v03_needs_the_split_for_the_family_tolerance() {
+        let a = Attn::new(1, 1, 512, 64, false);
+        let [q, k, v] = inputs(&a, 9);
+        let rows = sample_rows(a.seq);
+        let want: Vec<f32> = attention_ref(&a, &q, &k, &v, &rows).into_iter().map(|x| x as f32).collect();
+        let (rel, abs) = TOLERANCE;
+        let one = rows_of(&a, &run(&a, &q, &k, &v, false), &rows);
+        assert!(compare_f32("bf16 P", &one, &want, rel, abs).is_err());
+        let split = rows_of(&a, &run(&a, &q, &k, &v, true), &rows);
+        compare_f32("bf16 hi + lo P", &split, &want, rel, abs).unwrap();
+    }
+}

@@ -73,6 +73,38 @@ pub const TEST_SHAPES: [Attn; 8] = [
     Attn::new(1, 1, 4097, 128, false),
 ];
 
+/// Shapes beside [`TEST_SHAPES`]: the (S, D, causal) of S 1, 17, 1000, 4097 that it leaves
+/// out, and lengths around the 64-row and 64-key tiles of v03 (63, 64, 65, 129) at both head
+/// dims, causal and not. Two heads where S is short, so that a row written past a head's last
+/// query lands in the next head's first rows (which every check compares) instead of
+/// passing unseen.
+pub const EDGE_SHAPES: [Attn; 24] = [
+    Attn::new(1, 2, 1, 64, true),
+    Attn::new(2, 1, 1, 128, false),
+    Attn::new(1, 2, 17, 64, false),
+    Attn::new(2, 1, 17, 128, true),
+    Attn::new(1, 1, 1000, 64, true),
+    Attn::new(1, 2, 1000, 128, false),
+    Attn::new(1, 1, 4097, 64, false),
+    Attn::new(1, 1, 4097, 128, true),
+    Attn::new(1, 2, 63, 64, false),
+    Attn::new(1, 2, 63, 64, true),
+    Attn::new(2, 1, 63, 128, false),
+    Attn::new(2, 1, 63, 128, true),
+    Attn::new(1, 2, 64, 64, false),
+    Attn::new(1, 2, 64, 64, true),
+    Attn::new(2, 1, 64, 128, false),
+    Attn::new(2, 1, 64, 128, true),
+    Attn::new(1, 2, 65, 64, false),
+    Attn::new(1, 2, 65, 64, true),
+    Attn::new(2, 1, 65, 128, false),
+    Attn::new(2, 1, 65, 128, true),
+    Attn::new(1, 2, 129, 64, false),
+    Attn::new(1, 2, 129, 64, true),
+    Attn::new(2, 1, 129, 128, false),
+    Attn::new(2, 1, 129, 128, true),
+];
+
 /// The family's GPU tests.
 pub fn tests(seed: u64) -> Vec<GpuTest> {
     let mut t = Vec::new();
@@ -84,6 +116,17 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
                     crate::testing::shapes(&TEST_SHAPES, |a| a.bh() * a.seq * a.seq * a.dim / 64);
                 for (i, &a) in shapes.iter().enumerate() {
                     check(gpu, v, a, seed + i as u64)?;
+                }
+                Ok(())
+            },
+        ));
+        t.push(GpuTest::new(
+            format!("attention_{}_tile_edges_and_masks", v.stem()),
+            move |gpu| {
+                let shapes =
+                    crate::testing::shapes(&EDGE_SHAPES, |a| a.bh() * a.seq * a.seq * a.dim / 64);
+                for (i, &a) in shapes.iter().enumerate() {
+                    check(gpu, v, a, seed + 100 + i as u64)?;
                 }
                 Ok(())
             },
