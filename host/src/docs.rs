@@ -101,21 +101,28 @@ pub fn family_table(rows: &[Row], family: &str) -> String {
     if mine.is_empty() {
         return format!("_No `{family}` rows in this run._\n");
     }
-    // Columns a family shows only where one of its rows has the figure: the compiled peer
+    // The peer columns as the family names them (`report::peer_columns`: a peer library and
+    // torch.compile, or PyTorch SDPA's backends).
+    let peers = crate::report::peer_columns(family);
+    // Columns a family shows only where one of its rows has the figure: the second peer
     // (`--peer torch`), the CUDA C++ twin, scratch memory (attention v01): (header, cell).
-    type Column = (&'static str, fn(&Row) -> String);
+    type Column = (String, fn(&Row) -> String);
     let optional: [(bool, Column); 3] = [
         (
             mine.iter().any(|r| r.compiled_peer.is_some()),
-            ("% of torch.compile", |r| opt(r.pct_of_compiled_peer, 1)),
+            (format!("% of {}", peers.second), |r| {
+                opt(r.pct_of_compiled_peer, 1)
+            }),
         ),
         (
             mine.iter().any(|r| r.twin.is_some()),
-            ("Rust / C++ time", |r| cell(&crate::report::twin_cell(r))),
+            ("Rust / C++ time".into(), |r| {
+                cell(&crate::report::twin_cell(r))
+            }),
         ),
         (
             mine.iter().any(|r| r.scratch_bytes > 0),
-            ("scratch MiB", |r| {
+            ("scratch MiB".into(), |r| {
                 format!("{:.0}", r.scratch_bytes as f64 / (1u64 << 20) as f64)
             }),
         ),
@@ -126,8 +133,10 @@ pub fn family_table(rows: &[Row], family: &str) -> String {
         .map(|(_, c)| c)
         .collect();
     let mut s = String::new();
-    s.push_str(
-        "| variant | shape | AI F/B | bound | floor µs | model floor µs | median µs | spread % | GB/s | TFLOP/s | % of roof | vs v01 | model vs v01 | regs | % of peer |",
+    let _ = write!(
+        s,
+        "| variant | shape | AI F/B | bound | floor µs | model floor µs | median µs | spread % | GB/s | TFLOP/s | % of roof | vs v01 | model vs v01 | regs | % of {} |",
+        peers.first
     );
     for (header, _) in &extra {
         let _ = write!(s, " {header} |");

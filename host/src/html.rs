@@ -286,13 +286,17 @@ fn changes(report: &Report) -> Option<String> {
 
 /// A family's ladder table.
 fn ladder_table(rows: &[Row], family: &str, measured: bool, compared: bool) -> String {
-    let mut s = String::from(
+    // The peer columns as the family names them (a peer library and torch.compile, or
+    // PyTorch SDPA's backends: `report::peer_columns`).
+    let peers = crate::report::peer_columns(family);
+    let mut s = format!(
         "<table class=\"ladder\"><tr><th>step</th><th>shape</th><th>note</th>\
          <th>floor µs</th><th>model floor µs</th><th>median µs</th><th>spread %</th>\
          <th>GB/s</th><th>TFLOP/s</th><th>% of roof</th><th>vs v01</th><th>model vs v01</th>\
-         <th>regs</th><th>peer</th><th>% of peer</th>",
+         <th>regs</th><th>{0}</th><th>% of {0}</th>",
+        esc(peers.first)
     );
-    // The compiled peer's columns only where a row of the family has one (`--peer torch`).
+    // The second peer's columns only where a row of the family has one (`--peer torch`).
     let compiled = rows
         .iter()
         .any(|r| r.family == family && r.compiled_peer.is_some());
@@ -300,7 +304,7 @@ fn ladder_table(rows: &[Row], family: &str, measured: bool, compared: bool) -> S
     let twins = rows.iter().any(|r| r.family == family && r.twin.is_some());
     let span = 10 + if compiled { 2 } else { 0 } + if twins { 1 } else { 0 };
     if compiled {
-        s.push_str("<th>compiled peer</th><th>% of compiled</th>");
+        let _ = write!(s, "<th>{0}</th><th>% of {0}</th>", esc(peers.second));
     }
     if twins {
         s.push_str("<th title=\"Rust time / CUDA C++ twin time\">vs C++</th>");
@@ -474,8 +478,9 @@ pub fn page(report: &Report, chapters: &[(String, String)]) -> Result<String> {
         let _ = write!(
             s,
             "<figure>{}<figcaption>% of roof per step, grouped by ladder and shape; the black \
-             tick is the peer library on the same row.</figcaption></figure>",
-            inline_svg(&bars, &format!("bars {f}"))
+             tick is the {} on the same row.</figcaption></figure>",
+            inline_svg(&bars, &format!("bars {f}")),
+            esc(crate::report::peer_columns(f).first_legend)
         );
         if let Some(roofs) = &report.roofs {
             let svg = plot::roofline_svg(

@@ -61,13 +61,15 @@ pub struct Row {
     /// failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unavailable: Option<String>,
-    /// The peer library (or why it did not run).
+    /// The peer library (or why it did not run). The family names what its two peer columns
+    /// hold ([`peer_columns`]): by default a library named in this string and torch.compile.
     pub peer: Option<String>,
     pub peer_median_us: Option<f64>,
     /// Peer time over this row's time, in percent (100 = as fast as the peer).
     pub pct_of_peer: Option<f64>,
     /// The compiled peer (`torch.compile` of the same op, `--peer torch`), or why it has no
-    /// figure; its median, and its time over this row's in percent.
+    /// figure; its median, and its time over this row's in percent. Attention fills it with
+    /// SDPA's cuDNN backend ([`peer_columns`]).
     #[serde(default)]
     pub compiled_peer: Option<String>,
     #[serde(default)]
@@ -101,6 +103,57 @@ pub struct Row {
     /// Wall-clock seconds the row took on the host: inputs, check, warm-up, timing, peer.
     #[serde(default)]
     pub wall_s: Option<f64>,
+}
+
+/// What a family's two peer columns hold (a row's `peer*` and `compiled_peer*` fields), as
+/// table headers and chart legends name them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PeerColumns {
+    /// The first column's header word (its cells name the peer and its version).
+    pub first: &'static str,
+    /// The first column in a chart's legend.
+    pub first_legend: &'static str,
+    /// The second column's header word.
+    pub second: &'static str,
+    /// The second column in a chart's legend.
+    pub second_legend: &'static str,
+}
+
+/// Every family's but attention's and decode's: a peer library (cuBLAS, eager PyTorch: each
+/// row's `peer` names it), then torch.compile.
+pub const PEER_COLUMNS: PeerColumns = PeerColumns {
+    first: "peer",
+    first_legend: "peer library",
+    second: "torch.compile",
+    second_legend: "compiled peer (torch.compile)",
+};
+
+/// Attention's: PyTorch SDPA held to its flash backend, then to its cuDNN backend
+/// (`torch_peer::Mode::SdpaFlash`, `SdpaCudnn`).
+pub const ATTENTION_PEER_COLUMNS: PeerColumns = PeerColumns {
+    first: "SDPA flash",
+    first_legend: "PyTorch SDPA, flash backend",
+    second: "SDPA cuDNN",
+    second_legend: "PyTorch SDPA, cuDNN backend",
+};
+
+/// Decode's one: PyTorch SDPA over a contiguous copy of the paged KV cache
+/// (`torch_peer::Mode::SdpaContiguous`).
+pub const DECODE_PEER_COLUMNS: PeerColumns = PeerColumns {
+    first: "SDPA, contiguous KV",
+    first_legend: "PyTorch SDPA on a contiguous copy of the KV cache",
+    second: "second peer",
+    second_legend: "second peer",
+};
+
+/// The peer columns of `family` (by name: the report sits below the family registry):
+/// attention's and decode's are PyTorch SDPA's, every other family's [`PEER_COLUMNS`].
+pub fn peer_columns(family: &str) -> PeerColumns {
+    match family {
+        "attention" => ATTENTION_PEER_COLUMNS,
+        "decode" => DECODE_PEER_COLUMNS,
+        _ => PEER_COLUMNS,
+    }
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -219,8 +272,18 @@ pub fn table(rows: &[Row], measured: bool, compared: Option<f64>) -> comfy_table
     let f = |v: Option<f64>, d: usize| v.map(|x| format!("{x:.d$}")).unwrap_or_else(|| "-".into());
     let x = |v: Option<f64>| v.map(|x| format!("{x:.2}x")).unwrap_or_else(|| "-".into());
     let mut header = vec!["family/variant", "shape", "AI F/B", "bound", "floor µs"];
-    // The compiled peer's column only when some row has one (`--peer torch`).
-    let compiled = rows.iter().any(|r| r.compiled_peer.is_some());
+    // The second peer's column only when some row has one (`--peer torch`), named after
+    // what it holds in the families shown (torch.compile, SDPA cuDNN, or both, each row
+    // by its family).
+    let mut second: Vec<&str> = Vec::new();
+    for r in rows.iter().filter(|r| r.compiled_peer.is_some()) {
+        let name = peer_columns(&r.family).second;
+        if !second.contains(&name) {
+            second.push(name);
+        }
+    }
+    let compiled = !second.is_empty();
+    let second_header = format!("% {}", second.join(" / "));
     // The CUDA C++ twins' column only when some row is twinned.
     let twins = rows.iter().any(|r| r.twin.is_some());
     if measured {
@@ -236,7 +299,7 @@ pub fn table(rows: &[Row], measured: bool, compared: Option<f64>) -> comfy_table
             "% peer",
         ]);
         if compiled {
-            header.push("% compiled");
+            header.push(&second_header);
         }
         if twins {
             header.push("vs C++");

@@ -44,6 +44,7 @@ fn draw(svg: &mut String, rows: &[Row], family: &str, measured: bool) -> Result<
     let peer = |r: &Row| peer_pct(r).filter(|_| measured);
     let compiled = |r: &Row| compiled_peer_pct(r).filter(|_| measured);
     let any_compiled = mine.iter().any(|r| compiled(r).is_some());
+    let peers = crate::report::peer_columns(family);
     let xmax = if measured {
         mine.iter()
             .filter_map(|r| peer(r))
@@ -70,12 +71,17 @@ fn draw(svg: &mut String, rows: &[Row], family: &str, measured: bool) -> Result<
         .disable_y_mesh()
         .disable_y_axis()
         .x_desc(if measured && any_compiled {
-            "% of roof (MBU / MFU); black tick: the peer library on the same row, red: its \
-             compiled form (torch.compile)"
+            format!(
+                "% of roof (MBU / MFU); black tick: the {} on the same row, red: {}",
+                peers.first_legend, peers.second_legend
+            )
         } else if measured {
-            "% of roof (MBU / MFU); black tick: the peer library on the same row"
+            format!(
+                "% of roof (MBU / MFU); black tick: the {} on the same row",
+                peers.first_legend
+            )
         } else {
-            what
+            what.to_string()
         })
         .x_label_formatter(&|v| tick(*v))
         .draw()

@@ -287,8 +287,8 @@ fn draw(
     }
     // A family's chart also marks where its peers sit on the same op and shape (black ×: the
     // peer library, red triangle: its compiled form), at the median of the rows' peer times.
-    if let Scope::Family(_) = scope {
-        peer_marks(&mut chart, rows)?;
+    if let Scope::Family(family) = scope {
+        peer_marks(&mut chart, rows, crate::report::peer_columns(family))?;
     }
     // Labels only where they teach: each family's (or in a family's chart, each ladder's)
     // best step and the v01 it started from.
@@ -351,6 +351,7 @@ fn draw(
 fn peer_marks<DB: DrawingBackend>(
     chart: &mut ChartContext<'_, DB, Cartesian2d<LogCoord<f64>, LogCoord<f64>>>,
     rows: &[Row],
+    peers: crate::report::PeerColumns,
 ) -> Result<()> {
     // The median of a group's times at each (ladder, shape) where the rows have them.
     let points = |time: fn(&Row) -> Option<f64>| {
@@ -384,7 +385,7 @@ fn peer_marks<DB: DrawingBackend>(
                     .map(|p| Cross::new(p, 5, BLACK.stroke_width(2))),
             )
             .map_err(err)?
-            .label("× peer library, same op and shape")
+            .label(format!("× {}, same op and shape", peers.first_legend))
             .legend(|(x, y)| Cross::new((x + 10, y), 5, BLACK.stroke_width(2)));
     }
     let compiled = points(|r| r.compiled_peer_median_us);
@@ -396,7 +397,7 @@ fn peer_marks<DB: DrawingBackend>(
                     .map(|p| TriangleMarker::new(p, 6, COMPILED_PEER.stroke_width(2))),
             )
             .map_err(err)?
-            .label("▲ compiled peer (torch.compile)")
+            .label(format!("▲ {}", peers.second_legend))
             .legend(|(x, y)| TriangleMarker::new((x + 10, y), 6, COMPILED_PEER.stroke_width(2)));
     }
     Ok(())

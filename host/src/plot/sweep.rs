@@ -245,7 +245,8 @@ fn draw(svg: &mut String, rows: &[Row], sweep: &Sweep) -> Result<Vec<String>> {
     all_x.sort_by(f64::total_cmp);
     all_x.dedup();
     // A peer at each x: the median over the steps' rows there (each row may time it anew),
-    // and its name: the eager peer, then the compiled one (torch.compile).
+    // and its name (each row's): the first peer column, then the second (torch.compile, or
+    // what the family's `report::peer_columns` says).
     let peer_line = |pct: fn(&Row) -> Option<f64>, name: fn(&Row) -> Option<&String>| {
         let mut pts: Vec<(f64, f64)> = Vec::new();
         let mut named = None;
@@ -267,6 +268,7 @@ fn draw(svg: &mut String, rows: &[Row], sweep: &Sweep) -> Result<Vec<String>> {
         }
         (pts, named)
     };
+    let peers = crate::report::peer_columns(&sweep.family);
     let (peer_pts, peer_name) = peer_line(peer_pct, |r| r.peer.as_ref());
     let (compiled_pts, compiled_name) = peer_line(compiled_peer_pct, |r| r.compiled_peer.as_ref());
     let ymax = sweep
@@ -330,7 +332,9 @@ fn draw(svg: &mut String, rows: &[Row], sweep: &Sweep) -> Result<Vec<String>> {
                 }
             }
             if !peer_pts.is_empty() {
-                let name = peer_name.clone().unwrap_or_else(|| "peer".into());
+                let name = peer_name
+                    .clone()
+                    .unwrap_or_else(|| peers.first.to_string());
                 chart
                     .draw_series(DashedLineSeries::new(
                         peer_pts.clone(),
@@ -345,7 +349,9 @@ fn draw(svg: &mut String, rows: &[Row], sweep: &Sweep) -> Result<Vec<String>> {
                     });
             }
             if !compiled_pts.is_empty() {
-                let name = compiled_name.clone().unwrap_or_else(|| "compiled".into());
+                let name = compiled_name
+                    .clone()
+                    .unwrap_or_else(|| peers.second.to_string());
                 chart
                     .draw_series(DashedLineSeries::new(
                         compiled_pts.clone(),
@@ -354,7 +360,7 @@ fn draw(svg: &mut String, rows: &[Row], sweep: &Sweep) -> Result<Vec<String>> {
                         COMPILED_PEER.stroke_width(2),
                     ))
                     .map_err(err)?
-                    .label(format!("{name} (compiled peer)"))
+                    .label(format!("{name} (peer)"))
                     .legend(move |(x, y)| {
                         PathElement::new(vec![(x, y), (x + 20, y)], COMPILED_PEER.stroke_width(2))
                     });
