@@ -43,15 +43,21 @@ pub enum Peer {
     Available(String),
 }
 
-/// A case PyTorch can run too (eager and compiled, timed out of process by
-/// `host/peer/torch_peer.py`, checked by `torch_peer`).
+/// A case PyTorch can run too (timed out of process by `host/peer/torch_peer.py`, checked
+/// by `torch_peer`): eager and compiled for the fusion families, SDPA's flash and cuDNN
+/// backends for prefill attention, SDPA on a contiguous KV cache for decode.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TorchSpec {
-    /// The op as the script names it, e.g. "softmax", "layer_norm", "rms_norm", "gelu_chain".
+    /// The op as the script names it: "softmax", "layer_norm", "rms_norm",
+    /// "gelu_chain_tanh", "gelu_chain_erf", "sdpa", "sdpa_causal", "decode_sdpa".
     pub op: String,
     pub shape: Vec<u64>,
     /// "float32" or "bfloat16".
     pub dtype: String,
+    /// Per-sequence context lengths ("decode_sdpa"; empty for every other op), sent with the
+    /// request so that the peer attends over exactly the keys rooflab's row does.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lens: Vec<u32>,
 }
 
 pub type Prepare = Box<dyn Fn(&Gpu) -> Result<Box<dyn Workload>>>;

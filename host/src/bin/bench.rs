@@ -51,10 +51,11 @@ struct Args {
     /// With --compare: flag rows more than this many percent slower.
     #[arg(long, default_value_t = 10.0)]
     regress_pct: f64,
-    /// Time the same ops in PyTorch, eager and `torch.compile` (CUDA events, its own
-    /// process, outputs checked against the CPU reference) and add the two peer columns:
-    /// `--peer torch`. Needs `python3` with torch (and triton for the compiled column);
-    /// otherwise the columns say so.
+    /// Time the same ops in PyTorch (CUDA events, its own process, outputs checked against
+    /// the CPU reference) and fill the peer columns: `--peer torch`. Fusion families: eager
+    /// and `torch.compile`; attention: SDPA's flash and cuDNN backends; decode: SDPA on a
+    /// contiguous copy of the KV cache. Needs `python3` with torch (and triton for the
+    /// compiled column); otherwise the columns say so.
     #[arg(long, value_parser = ["torch"])]
     peer: Option<String>,
     /// ptxas resource report (JSON written by `cargo xtask bench`).

@@ -3,10 +3,11 @@
 
 use super::launch::{Attn, LADDER, Variant, attention};
 use super::tests::{check, inputs};
-use crate::bench::{Case, Workload, rotation_sets};
+use crate::bench::{Case, TorchSpec, Workload, rotation_sets};
 use crate::error::Result;
 use crate::gpu::Gpu;
 use crate::tensor::{Buf, Dtype};
+use super::peer::{SDPA, SDPA_CAUSAL};
 
 struct AttnWork {
     v: Variant,
@@ -63,7 +64,13 @@ pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
                 shape: a.label(),
                 note: String::new(),
                 cost,
-                torch: None,
+                // PyTorch SDPA on the same shape, flash then cuDNN backend (`--peer torch`).
+                torch: Some(TorchSpec {
+                    op: if a.causal { SDPA_CAUSAL } else { SDPA }.into(),
+                    shape: [a.batch, a.heads, a.seq, a.dim].map(|x| x as u64).to_vec(),
+                    dtype: Dtype::Bf16.torch().into(),
+                    lens: Vec::new(),
+                }),
                 prepare: Box::new(move |gpu: &Gpu| {
                     let n = rotation_sets(cost.min_bytes.0, gpu.info.l2_bytes).min(4);
                     let sets = (0..n)
@@ -100,6 +107,11 @@ mod unit_tests {
         assert_eq!(c.len(), 8 * LADDER.len());
         assert!(c.iter().all(|c| !c.kernels.is_empty()));
         assert!(c.iter().any(|c| c.shape == "4x16x4096x128 causal"));
+        // Every row has its SDPA peer, causal as the row is.
+        let t = c.iter().find(|c| c.shape == "4x16x4096x128 causal").unwrap();
+        let spec = t.torch.as_ref().unwrap();
+        assert_eq!((spec.op.as_str(), &spec.shape[..]), (SDPA_CAUSAL, &[4, 16, 4096, 128][..]));
+        assert!(c.iter().all(|c| c.torch.is_some()));
         assert_eq!(cases(true, None, 1).len(), 4 * LADDER.len());
         // --size is Q's elements: S = size / (B·H·D).
         let s = shapes(false, Some(1 << 28));

@@ -18,6 +18,7 @@
 pub mod bench;
 pub mod cost;
 pub mod launch;
+pub mod peer;
 pub mod reference;
 pub mod tests;
 

@@ -3,11 +3,12 @@
 
 use super::launch::{LADDER, Variant, decode};
 use super::tests::{Heads, Problem, check, problem};
-use crate::bench::{Case, Workload};
+use crate::bench::{Case, TorchSpec, Workload};
 use crate::check::rng;
 use crate::error::Result;
 use crate::gpu::Gpu;
 use crate::tensor::{Buf, Dtype};
+use super::peer::DECODE_SDPA;
 use rand::Rng;
 
 /// The bench's heads: a Llama-style GQA layer.
@@ -97,7 +98,14 @@ pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
                     lens.iter().map(|&x| x as u64).sum::<u64>()
                 ),
                 cost,
-                torch: None,
+                // PyTorch SDPA on a contiguous copy of a cache with these lengths
+                // (`--peer torch`, `decode::peer`).
+                torch: Some(TorchSpec {
+                    op: DECODE_SDPA.into(),
+                    shape: [batch, HEADS.hq, HEADS.hkv, HEADS.dim].map(|x| x as u64).to_vec(),
+                    dtype: Dtype::Bf16.torch().into(),
+                    lens: lens.clone(),
+                }),
                 prepare: Box::new(move |gpu: &Gpu| {
                     let p = problem(gpu, HEADS, &lens, Some(POOL_PAGES), seed ^ 0xdec0)?;
                     let out = Buf::alloc(gpu, Dtype::Bf16, p.kv.shape.q_elements())?;
@@ -122,5 +130,15 @@ mod unit_tests {
         assert!(l.iter().all(|&x| (1..=4096).contains(&x)));
         assert_eq!(l[0], 4096);
         assert_eq!(l, lengths(64, 4096, 7), "seeded");
+        // The peer gets the row's own lengths.
+        let c = cases(false, None, 1);
+        let spec = c[0].torch.as_ref().unwrap();
+        assert_eq!(spec.op, DECODE_SDPA);
+        assert_eq!(spec.shape, vec![1, 32, 8, 128]);
+        assert_eq!(spec.lens, vec![512]);
+        let big = c.iter().find(|c| c.shape == "batch 64 L 4096").unwrap();
+        let lens = &big.torch.as_ref().unwrap().lens;
+        assert_eq!(lens.len(), 64);
+        assert!(big.note.ends_with(&format!("{} keys", lens.iter().map(|&x| x as u64).sum::<u64>())));
     }
 }

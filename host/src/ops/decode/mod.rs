@@ -12,6 +12,7 @@
 pub mod bench;
 pub mod cost;
 pub mod launch;
+pub mod peer;
 pub mod reference;
 pub mod tests;
 

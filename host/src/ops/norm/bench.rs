@@ -123,6 +123,7 @@ pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
                         op: k.torch().into(),
                         shape: vec![rows as u64, cols as u64],
                         dtype: dt.torch().into(),
+                        lens: Vec::new(),
                     }),
                     prepare: Box::new(move |gpu: &Gpu| {
                         let mut r = rng(seed + 11);

@@ -156,6 +156,7 @@ pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
                         op: "softmax".into(),
                         shape: vec![rows as u64, cols as u64],
                         dtype: dt.torch().into(),
+                        lens: Vec::new(),
                     }),
                     prepare: Box::new(move |gpu: &Gpu| {
                         let xs = (0..rotation_sets(c.min_bytes.0, gpu.info.l2_bytes))
