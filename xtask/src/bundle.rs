@@ -89,6 +89,17 @@ pub fn run() -> Result<()> {
     fs::create_dir_all(dir.join("ptx"))?;
     copy(&bench, &dir.join("rooflab-bench"))?;
     copy(&gpu_tests, &dir.join("gpu-tests"))?;
+    // Without their symbol tables (the binaries travel to the GPU machine, under a 64 MiB
+    // limit); where there is no `strip`, they go as they are.
+    for b in ["rooflab-bench", "gpu-tests"] {
+        let ok = std::process::Command::new("strip")
+            .arg(dir.join(b))
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            util::note(&format!("bundle: could not strip {b} (no `strip`?); left as built"));
+        }
+    }
     // The PyTorch peer (`rooflab-bench --peer torch` looks next to itself).
     copy(
         &util::workspace().join("host/peer/torch_peer.py"),
@@ -106,10 +117,31 @@ pub fn run() -> Result<()> {
             )?;
         }
     }
+    // The PTX of each arch, except one that differs from an arch already copied only in its
+    // `.target` line (sm_80 and sm_90 are the same code): a line in ptx/SAME.txt says so,
+    // which keeps the bundle under the transfer limit.
+    let mut copied: Vec<(String, String)> = Vec::new();
+    let mut same = String::new();
     for r in &reports {
-        if r.ptx.exists() {
-            copy(&r.ptx, &dir.join("ptx").join(format!("{}.ptx", r.arch)))?;
+        if !r.ptx.exists() {
+            continue;
         }
+        let text = fs::read_to_string(&r.ptx)
+            .with_context(|| format!("reading {}", r.ptx.display()))?;
+        let body = without_target(&text);
+        if let Some((arch, _)) = copied.iter().find(|(_, b)| *b == body) {
+            same.push_str(&format!(
+                "{}.ptx: {arch}.ptx with `.target {}`\n",
+                r.arch,
+                r.arch.trim_start_matches("twins_")
+            ));
+            continue;
+        }
+        copy(&r.ptx, &dir.join("ptx").join(format!("{}.ptx", r.arch)))?;
+        copied.push((r.arch.to_string(), body));
+    }
+    if !same.is_empty() {
+        fs::write(dir.join("ptx").join("SAME.txt"), same)?;
     }
     fs::write(
         dir.join("ptxas-report.txt"),
@@ -170,4 +202,12 @@ fn files(dir: &Path) -> Result<Vec<(std::path::PathBuf, u64)>> {
     }
     out.sort();
     Ok(out)
+}
+
+/// A PTX module's text without its `.target` line.
+fn without_target(ptx: &str) -> String {
+    ptx.lines()
+        .filter(|l| !l.trim_start().starts_with(".target"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }

@@ -3,31 +3,34 @@
 //!
 //! Changed from v03: v01-v03 gather K and V into shared memory with 2-byte loads, a page
 //! lookup (a division) per element, and two block barriers per 32 keys: at most a few KB in
-//! flight per SM, so they run at a few percent of the DRAM roof (H200, 2026-12-03: v03 4.8%
+//! flight per SM, so they run at a few percent of the DRAM roof (H200, 2026-12-03: v03 4.7%
 //! at batch 1 × L 32768, v02 4.9% at batch 64 × L 4096). Here:
 //! - each warp streams its own tiles of `TILE` keys through a private ring of `STAGES`
-//!   shared-memory buffers with `cp.async` of 16 bytes (a key row of D = 128 is 16 copies),
-//!   `STAGES − 1` tiles ahead of its math, so tens of KB per SM are in flight; the page
-//!   lookup is one division per lane per tile (lane `l` finds key `l`'s cache row and the
-//!   copies take it by `shfl`); keys past the context are zero-filled, never read;
+//!   shared-memory buffers, a K tile and then a V tile each (8 KB at D = 128), with
+//!   `cp.async` of 16 bytes, `STAGES − 1` buffers ahead of its math; the page lookup is one
+//!   division per lane per tile (lane `l` finds key `l`'s cache row and the copies take it by
+//!   `shfl`); keys past the context are zero-filled, never read;
 //! - lanes own dims, not keys: lane `l` holds dims `[PER·l, PER·l + PER)` of every query head
-//!   of the block (in registers) and of every K and V row it reads (8 bytes at D = 128, a
-//!   conflict-free row read); the 32 keys' partial dot products are summed across lanes by
-//!   a reduce-scatter butterfly (`31·GC` shuffles a tile, leaving key `l`'s scores in lane
-//!   `l`), the online softmax runs a lane per key, and the weights go through a small
-//!   shared buffer to be broadcast to every lane for P·V;
+//!   of the block (in registers) and reads the same dims of each K and V row (8 bytes at
+//!   D = 128: a conflict-free row read); the 32 keys' partial dot products are summed across
+//!   lanes by a reduce-scatter butterfly (`31·GC` shuffles a tile, leaving key `l`'s scores
+//!   in lane `l`), the online softmax runs a lane per key, and the weights go through a small
+//!   shared buffer to every lane for P·V (unrolled, so later rows' loads overlap earlier
+//!   rows' FMAs);
 //! - the block's `WARPS` warps take interleaved tiles of its slice and merge their partial
-//!   rows in shared memory once at the end: no barrier in the loop;
-//! - every shape is split (`split_len`, chosen by the host from the context lengths) so that
-//!   the grid has several blocks per SM however few sequences there are; one split writes
-//!   the output directly, more go through v03's combine.
+//!   rows in shared memory once at the end: no block barrier in the loop;
+//! - every shape is split (`split_len`, chosen by the host from the context lengths and the
+//!   blocks the GPU holds at once) into about `BLOCKS_PER_SM_TARGET` blocks per resident
+//!   block, however few sequences there are; one split writes the output directly, more go
+//!   through v03's combine.
+//!
 //! One block serves `GC` query heads of one KV head (a chunk of its GQA group, `GC` a power
 //! of two up to 8, built per `GC`): each KV byte is read once per chunk — once for groups up
 //! to 8.
 //!
 //! Thread mapping: grid (Hkv · chunks, B, splits), `WARPS` warps a block; warp `w` takes
-//! tiles `w, w + WARPS, ..` of the block's slice; lane `l` copies 16-byte pieces of the tile,
-//! holds dims `PER·l..` for the math and scores key `l` of each tile.
+//! tiles `w, w + WARPS, ..` of the block's slice; lane `l` copies 16-byte pieces of each
+//! buffer, holds dims `PER·l..` for the math and scores key `l` of each tile.
 //!
 //! Memory traffic: the KV bytes the context lengths need, once (for groups up to 8); q and
 //! out; with splits, `B·Hq·splits·(D + 2)` f32 partials written and read by the combine.
@@ -35,18 +38,20 @@
 //! Expected bound: DRAM.
 
 /// Warps a block (each with its own ring).
-pub const WARPS: u32 = 4;
+pub const WARPS: u32 = 8;
 /// Keys a tile: one per lane for the softmax.
 pub const TILE: u32 = 32;
-/// Buffers in each warp's ring: `STAGES − 1` tiles in flight while one is used.
+/// Buffers in each warp's ring, each a K or a V tile: `STAGES − 1` of them in flight while
+/// one is used.
 pub const STAGES: u32 = 3;
 /// Threads a block.
 pub const THREADS: u32 = WARPS * 32;
-/// Keys a split takes at least (four tiles a warp): shorter slices spend more on pipeline
+/// Keys a split takes at least (two tiles a warp): shorter slices spend more on pipeline
 /// fill and partial rows than on keys.
-pub const MIN_SPLIT_KEYS: u32 = WARPS * TILE * 4;
-/// Blocks the host aims for, per SM (several waves, so that uneven contexts even out).
-pub const BLOCKS_PER_SM_TARGET: u32 = 4;
+pub const MIN_SPLIT_KEYS: u32 = WARPS * TILE * 2;
+/// Blocks the host aims for, per resident block slot (two waves, so that uneven contexts
+/// even out while few blocks pay the pipeline fill).
+pub const BLOCKS_PER_SM_TARGET: u32 = 2;
 /// Most splits of one context.
 pub const MAX_SPLITS: u32 = 1024;
 
@@ -72,15 +77,22 @@ pub const fn p_stride(gc: u32) -> u32 {
 /// Dynamic shared memory of a block, in bytes, at head dim `d` serving `gc` heads: the warps'
 /// rings (K and V tiles, bf16) and their weights buffers. The final merge reuses the rings.
 pub const fn shared_bytes(d: u32, gc: u32) -> u32 {
-    WARPS * STAGES * 2 * TILE * d * 2 + WARPS * TILE * p_stride(gc) * 4
+    WARPS * STAGES * TILE * d * 2 + WARPS * TILE * p_stride(gc) * 4
+}
+
+/// Blocks of `shared_bytes(d, gc)` an SM holds (of its 227 KiB for blocks, Hopper/Ampere).
+pub const fn resident_blocks(d: u32, gc: u32) -> u32 {
+    let n = (227 * 1024) / (shared_bytes(d, gc) + 1024);
+    if n == 0 { 1 } else { n }
 }
 
 /// Keys per split for contexts `total_keys` long in all (summed over the batch), the
-/// longest `max_len`, with `heads` (KV head · chunk) blocks per split and `sms` SMs: enough
-/// splits for `BLOCKS_PER_SM_TARGET` blocks an SM, whole tiles, none shorter than
-/// `MIN_SPLIT_KEYS`, at most `MAX_SPLITS` per context. Never 0.
-pub const fn split_len(total_keys: u64, max_len: u32, heads: u32, sms: u32) -> u32 {
-    let want = BLOCKS_PER_SM_TARGET as u64 * sms as u64;
+/// longest `max_len`, with `heads` (KV head · chunk) blocks per split and `slots` blocks
+/// resident on the GPU at once: enough splits for `BLOCKS_PER_SM_TARGET` blocks a slot,
+/// whole tiles, none shorter than `MIN_SPLIT_KEYS`, at most `MAX_SPLITS` per context.
+/// Never 0.
+pub const fn split_len(total_keys: u64, max_len: u32, heads: u32, slots: u32) -> u32 {
+    let want = BLOCKS_PER_SM_TARGET as u64 * slots as u64;
     let per = (total_keys * heads as u64).div_ceil(if want == 0 { 1 } else { want });
     let mut len = per.div_ceil(TILE as u64) * TILE as u64;
     if len < MIN_SPLIT_KEYS as u64 {
@@ -195,14 +207,14 @@ unsafe fn dims<const PER: usize>(row: *const u16, at: usize) -> [f32; PER] {
 fn scatter_step<const N: usize, const GC: usize>(v: &mut [[f32; GC]; 16], lane: u32) {
     let upper = lane & N as u32 != 0;
     unroll!(N, j => {
-        unroll!(GC, g => {
+        for g in 0..GC {
             let (keep, send) = if upper {
                 (v[j + N][g], v[j][g])
             } else {
                 (v[j][g], v[j + N][g])
             };
             v[j][g] = keep + warp::shfl_xor_f32(send, N as u32);
-        });
+        }
     });
 }
 
@@ -239,7 +251,7 @@ unsafe fn body<const D: usize, const PER: usize, const GC: usize>(
     // 16-byte pieces of a row, and of a tile (K or V).
     let row_chunks: u32 = D as u32 / 8;
     let tile_chunks: u32 = TILE * row_chunks;
-    let stage_elems = (2 * TILE as usize) * D; // K tile then V tile, bf16
+    let chunk_elems = TILE as usize * D; // a K or a V tile, bf16
     let ps = p_stride(GC as u32) as usize;
 
     let t = thread::thread_idx_x();
@@ -272,51 +284,54 @@ unsafe fn body<const D: usize, const PER: usize, const GC: usize>(
             }
         }
 
-        let ring = smem.add(w as usize * STAGES as usize * stage_elems);
-        let pbuf = (smem.add((WARPS * STAGES) as usize * stage_elems) as *mut f32)
+        let ring = smem.add(w as usize * STAGES as usize * chunk_elems);
+        let pbuf = (smem.add((WARPS * STAGES) as usize * chunk_elems) as *mut f32)
             .add(w as usize * TILE as usize * ps);
         let table = block_table.add(b as usize * max_pages as usize);
-        // Warp w's tiles: w, w + WARPS, .. of [begin, end).
+        // Warp w's tiles: w, w + WARPS, .. of [begin, end); its chunks K0, V0, K1, V1, ..
         let tiles = (end - begin).div_ceil(TILE);
         let mine = if w < tiles { (tiles - w).div_ceil(WARPS) } else { 0 };
         let start_of = |i: u32| begin + (w + i * WARPS) * TILE;
 
-        // Issue the copies of the tile starting at key `j0` into ring buffer `s`.
-        let load = |s: u32, j0: u32| {
-            // Lane l finds key j0 + l's cache row (u32::MAX past the slice).
+        // Lane l's key of the tile starting at `j0`: its cache row (u32::MAX past the slice).
+        let slot_of = |j0: u32| {
             let j = j0 + lane;
-            let slot = if j < end {
+            if j < end {
                 let page = *table.add((j / page_size) as usize) as u64;
                 ((page * page_size as u64 + (j % page_size) as u64) * hkv as u64 + kvh as u64) as u32
             } else {
                 u32::MAX
-            };
-            let kt = ring.add(s as usize * stage_elems);
-            let vt = kt.add(TILE as usize * D);
+            }
+        };
+        // Issue the copies of chunk `c` (tile c/2's K rows when c is even, V rows when odd)
+        // into ring buffer `s`; `slot` is this lane's key's row (`slot_of` of the tile).
+        let load = |s: u32, c: u32, slot: u32| {
+            let dst = ring.add(s as usize * chunk_elems);
+            let cache = if c % 2 == 0 { k_cache } else { v_cache };
             let mut e = lane;
             while e < tile_chunks {
-                let (r, c) = (e / row_chunks, e % row_chunks);
+                let (r, ch) = (e / row_chunks, e % row_chunks);
                 let row = warp::shfl_idx_u32(slot, r);
-                let at = r as usize * D + 8 * c as usize;
-                let (dk, dv) = (
-                    async_copy::shared_addr(kt.add(at)),
-                    async_copy::shared_addr(vt.add(at)),
-                );
+                let to = async_copy::shared_addr(dst.add(r as usize * D + 8 * ch as usize));
                 if row != u32::MAX {
-                    let src = row as usize * D + 8 * c as usize;
-                    async_copy::copy_16_zfill(dk, k_cache.add(src) as *const f32, 16);
-                    async_copy::copy_16_zfill(dv, v_cache.add(src) as *const f32, 16);
+                    let src = cache.add(row as usize * D + 8 * ch as usize);
+                    async_copy::copy_16_zfill(to, src as *const f32, 16);
                 } else {
-                    async_copy::copy_16_zfill(dk, k_cache as *const f32, 0);
-                    async_copy::copy_16_zfill(dv, v_cache as *const f32, 0);
+                    async_copy::copy_16_zfill(to, cache as *const f32, 0);
                 }
                 e += 32;
             }
         };
 
-        for s in 0..STAGES - 1 {
-            if s < mine {
-                load(s, start_of(s));
+        let chunks_mine = 2 * mine;
+        // The slot of the tile whose K chunk was issued last (its V chunk follows).
+        let mut slot = 0u32;
+        for c in 0..STAGES - 1 {
+            if c < chunks_mine {
+                if c % 2 == 0 {
+                    slot = slot_of(start_of(c / 2));
+                }
+                load(c, c, slot);
             }
             async_copy::commit_group();
         }
@@ -325,73 +340,87 @@ unsafe fn body<const D: usize, const PER: usize, const GC: usize>(
         let mut l_part = [0.0f32; GC];
         let mut acc = [[0.0f32; PER]; GC];
         let mine_dims = PER * lane as usize;
-        for i in 0..mine {
-            let next = i + STAGES - 1;
-            if next < mine {
-                load(next % STAGES, start_of(next));
+        for c in 0..chunks_mine {
+            let next = c + STAGES - 1;
+            if next < chunks_mine {
+                if next % 2 == 0 {
+                    slot = slot_of(start_of(next / 2));
+                }
+                load(next % STAGES, next, slot);
             }
             async_copy::commit_group();
             async_copy::wait_group::<{ STAGES - 1 }>();
             warp::sync();
+            let buf = ring.add((c % STAGES) as usize * chunk_elems) as *const u16;
 
-            let kt = ring.add((i % STAGES) as usize * stage_elems) as *const u16;
-            let vt = kt.add(TILE as usize * D);
-            let j0 = start_of(i);
-
-            // Partial dot products of keys j and j + 16, folded into 16 by the first step.
-            let mut part = [[0.0f32; GC]; 16];
-            let upper = lane & 16 != 0;
-            unroll!(16, j => {
-                let klo = dims::<PER>(kt, j * D + mine_dims);
-                let khi = dims::<PER>(kt, (j + 16) * D + mine_dims);
-                unroll!(GC, g => {
-                    let (mut a, mut c) = (0.0f32, 0.0f32);
-                    unroll!(PER, x => {
-                        a = math::fma(qr[g][x], klo[x], a);
-                        c = math::fma(qr[g][x], khi[x], c);
-                    });
-                    let (keep, send) = if upper { (c, a) } else { (a, c) };
-                    part[j][g] = keep + warp::shfl_xor_f32(send, 16);
-                });
-            });
-            scatter_step::<8, GC>(&mut part, lane);
-            scatter_step::<4, GC>(&mut part, lane);
-            scatter_step::<2, GC>(&mut part, lane);
-            scatter_step::<1, GC>(&mut part, lane);
-            // part[0][g]: head g's score of key j0 + lane.
-            let valid = j0 + lane < end;
-            let pw = pbuf.add(lane as usize * ps);
-            unroll!(GC, g => {
-                let s = if valid { part[0][g] } else { f32::NEG_INFINITY };
-                // Key j0 is valid in every tile: the max is finite.
-                let m_new = math::max(m[g], warp::max_f32(s));
-                let corr = math::exp2(m[g] - m_new);
-                let p = math::exp2(s - m_new);
-                l_part[g] = math::fma(l_part[g], corr, p);
-                unroll!(PER, x => {
-                    acc[g][x] *= corr;
-                });
-                m[g] = m_new;
-                *pw.add(g) = p;
-            });
-            warp::sync();
-            // P·V: every key's weights (broadcast from the buffer) times this lane's dims.
-            for j in 0..TILE as usize {
-                let v = dims::<PER>(vt, j * D + mine_dims);
-                let prow = pbuf.add(j * ps) as *const F32x4;
-                unroll!(GC.div_ceil(4), h => {
-                    let pv = (*prow.add(h)).0;
-                    unroll!(4, gg => {
-                        let g = 4 * h + gg;
-                        if g < GC {
-                            unroll!(PER, x => {
-                                acc[g][x] = math::fma(pv[gg], v[x], acc[g][x]);
-                            });
+            if c % 2 == 0 {
+                // K chunk: partial dot products of keys j and j + 16, folded into 16 by the
+                // first step of the reduce-scatter.
+                let kt = buf;
+                let j0 = start_of(c / 2);
+                let mut part = [[0.0f32; GC]; 16];
+                let upper = lane & 16 != 0;
+                unroll!(16, j => {
+                    let klo = dims::<PER>(kt, j * D + mine_dims);
+                    let khi = dims::<PER>(kt, (j + 16) * D + mine_dims);
+                    for g in 0..GC {
+                        let (mut a, mut c) = (0.0f32, 0.0f32);
+                        for x in 0..PER {
+                            a = math::fma(qr[g][x], klo[x], a);
+                            c = math::fma(qr[g][x], khi[x], c);
                         }
-                    });
+                        let (keep, send) = if upper { (c, a) } else { (a, c) };
+                        part[j][g] = keep + warp::shfl_xor_f32(send, 16);
+                    }
+                });
+                scatter_step::<8, GC>(&mut part, lane);
+                scatter_step::<4, GC>(&mut part, lane);
+                scatter_step::<2, GC>(&mut part, lane);
+                scatter_step::<1, GC>(&mut part, lane);
+                // part[0][g]: head g's score of key j0 + lane.
+                let valid = j0 + lane < end;
+                let pw = pbuf.add(lane as usize * ps);
+                for g in 0..GC {
+                    let s = if valid { part[0][g] } else { f32::NEG_INFINITY };
+                    // Key j0 is valid in every tile: the max is finite.
+                    let m_new = math::max(m[g], warp::max_f32(s));
+                    let corr = math::exp2(m[g] - m_new);
+                    let p = math::exp2(s - m_new);
+                    l_part[g] = math::fma(l_part[g], corr, p);
+                    for a in acc[g].iter_mut() {
+                        *a *= corr;
+                    }
+                    m[g] = m_new;
+                    *pw.add(g) = p;
+                }
+            } else {
+                // V chunk: every key's weights (broadcast from the buffer, written by the K
+                // chunk before the barrier above) times this lane's dims; unrolled so that
+                // the shared loads of later keys are in flight during earlier keys' FMAs.
+                let vt = buf;
+                unroll!(16, jj => {
+                    // Keys jj and jj + 16 (each `unroll!` writes out 16 guarded copies of
+                    // its body, so nesting is kept to one level; the loops over heads and
+                    // dims are short, and LLVM unrolls them itself).
+                    for j in [jj, jj + 16] {
+                        let v = dims::<PER>(vt, j * D + mine_dims);
+                        let prow = pbuf.add(j * ps) as *const F32x4;
+                        for h in 0..GC.div_ceil(4) {
+                            let pv = (*prow.add(h)).0;
+                            for gg in 0..4 {
+                                let g = 4 * h + gg;
+                                if g < GC {
+                                    for x in 0..PER {
+                                        acc[g][x] = math::fma(pv[gg], v[x], acc[g][x]);
+                                    }
+                                }
+                            }
+                        }
+                    }
                 });
             }
-            // Every lane is done with this buffer and the weights before either is refilled.
+            // Every lane is done with this buffer (and, after a V chunk, the weights) before
+            // either is refilled.
             warp::sync();
         }
         async_copy::wait_group::<0>();
@@ -400,16 +429,16 @@ unsafe fn body<const D: usize, const PER: usize, const GC: usize>(
         sync_threads();
         let mo = smem as *mut f32;
         let ml = mo.add((WARPS as usize) * GC * D);
-        unroll!(GC, g => {
+        for g in 0..GC {
             let l = warp::sum_f32(l_part[g]);
-            unroll!(PER, x => {
+            for x in 0..PER {
                 *mo.add((w as usize * GC + g) * D + mine_dims + x) = acc[g][x];
-            });
+            }
             if lane == 0 {
                 *ml.add(2 * (w as usize * GC + g)) = m[g];
                 *ml.add(2 * (w as usize * GC + g) + 1) = l;
             }
-        });
+        }
         sync_threads();
         let mut e = t as usize;
         while e < GC * D {

@@ -125,7 +125,8 @@ impl PipelinePlan {
         let chunks = group.div_ceil(gc).max(1);
         let total: u64 = lens.iter().map(|&l| l as u64).sum();
         let max_len = lens.iter().copied().max().unwrap_or(0);
-        let split_len = v04::split_len(total, max_len, s.hkv as u32 * chunks, sms);
+        let slots = sms * v04::resident_blocks(s.dim as u32, gc);
+        let split_len = v04::split_len(total, max_len, s.hkv as u32 * chunks, slots);
         PipelinePlan {
             gc,
             chunks,
@@ -610,8 +611,11 @@ mod unit_tests {
         assert_eq!(Variant::V02GqaGrouped.warps(&s), 4);
         for v in LADDER {
             let u = v.kernel_uses(&s);
-            assert!(u[0].shared_bytes <= 48 * 1024);
-            assert_eq!(u.len(), 1 + (v == Variant::V03SplitK) as usize);
+            let splits = matches!(v, Variant::V03SplitK | Variant::V04VectorizedPipeline);
+            assert_eq!(u.len(), 1 + splits as usize);
+            if v != Variant::V04VectorizedPipeline {
+                assert!(u[0].shared_bytes <= 48 * 1024);
+            }
         }
         assert_eq!(Variant::V03SplitK.stem(), "v03_split_k");
         // Batch 1, L 32768 on an H200: 8 blocks → 33 splits of whole 32-key tiles.
@@ -621,6 +625,31 @@ mod unit_tests {
         assert!(v03_split_k::split_len(32768, 33) * 33 >= 32768);
         assert_eq!(Variant::V03SplitK.splits(&s, 4096, 132), 1, "batch 64: 512 blocks");
         assert_eq!(Variant::V03SplitK.splits(&one, 100, 132), 1, "too short to split");
+        // v04's plans on an H200 (one block an SM at D 128): batch 1 × L 32768 → 32 splits
+        // of 1024 keys (8 × 32 blocks, two a slot);
+        // a single short context → one split; batch 256 × L 32768 → no split.
+        let p = PipelinePlan::new(&one, &[32768], 132);
+        assert_eq!((p.gc, p.chunks, p.split_len, p.splits), (4, 1, 1024, 32));
+        let p = PipelinePlan::new(&one, &[1], 132);
+        assert_eq!((p.split_len, p.splits), (32, 1));
+        let many = DecodeShape { batch: 256, ..s };
+        let lens: Vec<u32> = (0..256).map(|i| if i == 0 { 32768 } else { 16384 }).collect();
+        assert_eq!(PipelinePlan::new(&many, &lens, 132).splits, 1);
+        // Every split covers whole tiles, and the splits the longest context.
+        for lens in [vec![4097, 5, 1], vec![300; 64], vec![1_000_000]] {
+            let s = DecodeShape { batch: lens.len(), ..s };
+            let p = PipelinePlan::new(&s, &lens, 132);
+            let max = *lens.iter().max().unwrap();
+            assert_eq!(p.split_len % v04::TILE, 0);
+            assert!(p.split_len as u64 * p.splits as u64 >= max as u64);
+            assert!(p.splits <= v04::MAX_SPLITS);
+        }
+        // Groups: 6 → chunks of 8 (one), 32 → four, 3 → one of 4.
+        for (hq, hkv, gc, chunks) in [(12, 2, 8, 1), (32, 1, 8, 4), (3, 1, 4, 1), (8, 8, 1, 1)] {
+            let p = PipelinePlan::new(&DecodeShape { hq, hkv, ..s }, &[100], 132);
+            assert_eq!((p.gc, p.chunks), (gc, chunks), "Hq {hq} Hkv {hkv}");
+        }
+        assert!(v04::shared_bytes(128, 8) <= 227 * 1024);
         let g16 = DecodeShape { hq: 16, hkv: 1, ..s };
         assert!(4 * shared_f32(Variant::V02GqaGrouped.warps(&g16) as u32, 128) <= 48 * 1024);
     }
