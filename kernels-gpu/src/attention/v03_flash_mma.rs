@@ -402,6 +402,10 @@ mod dev {
             // Stage O in bf16 in the warp's own 16 rows of the Q tile (only this warp ever
             // read them, before the loop's barriers), then 16-byte stores of whole rows.
             let words = base.cast::<u32>();
+            // The lanes' `ldmatrix` reads of these rows and their writes below are by
+            // different lanes: with a single key tile no block barrier lies between them, so
+            // the warp orders them itself (racecheck reported the hazard on the H200).
+            warp::sync();
             unroll!(NO, n => {
                 unroll!(2, h => {
                     let (r, c) = acc_row_col(lane, 2 * h as u32);
