@@ -307,7 +307,7 @@ unsafe fn body<const D: usize, const PER: usize, const GC: usize>(
         // into ring buffer `s`; `slot` is this lane's key's row (`slot_of` of the tile).
         let load = |s: u32, c: u32, slot: u32| {
             let dst = ring.add(s as usize * chunk_elems);
-            let cache = if c % 2 == 0 { k_cache } else { v_cache };
+            let cache = if c.is_multiple_of(2) { k_cache } else { v_cache };
             let mut e = lane;
             while e < tile_chunks {
                 let (r, ch) = (e / row_chunks, e % row_chunks);
@@ -328,7 +328,7 @@ unsafe fn body<const D: usize, const PER: usize, const GC: usize>(
         let mut slot = 0u32;
         for c in 0..STAGES - 1 {
             if c < chunks_mine {
-                if c % 2 == 0 {
+                if c.is_multiple_of(2) {
                     slot = slot_of(start_of(c / 2));
                 }
                 load(c, c, slot);
@@ -343,7 +343,7 @@ unsafe fn body<const D: usize, const PER: usize, const GC: usize>(
         for c in 0..chunks_mine {
             let next = c + STAGES - 1;
             if next < chunks_mine {
-                if next % 2 == 0 {
+                if next.is_multiple_of(2) {
                     slot = slot_of(start_of(next / 2));
                 }
                 load(next % STAGES, next, slot);
@@ -353,7 +353,7 @@ unsafe fn body<const D: usize, const PER: usize, const GC: usize>(
             warp::sync();
             let buf = ring.add((c % STAGES) as usize * chunk_elems) as *const u16;
 
-            if c % 2 == 0 {
+            if c.is_multiple_of(2) {
                 // K chunk: partial dot products of keys j and j + 16, folded into 16 by the
                 // first step of the reduce-scatter.
                 let kt = buf;
