@@ -45,21 +45,11 @@ pub fn spread<'a>(
     key: impl Fn(usize) -> &'a [f32],
     value: impl Fn(usize) -> &'a [f32],
 ) -> Vec<f64> {
-    let scores: Vec<f64> = (0..n)
-        .map(|j| q.iter().zip(key(j)).map(|(&x, &y)| x as f64 * y as f64).sum::<f64>() * scale)
-        .collect();
-    let m = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-    let e: Vec<f64> = scores.iter().map(|&s| (s - m).exp()).collect();
-    let sum: f64 = e.iter().sum();
-    let mut o = vec![0.0f64; q.len()];
-    for (j, &ej) in e.iter().enumerate() {
-        for (o, &x) in o.iter_mut().zip(value(j)) {
-            *o += ej / sum * x as f64;
-        }
-    }
+    let o = super::reference::attend(q, n, scale, &key, &value);
+    let (scores, p) = super::reference::scores_and_weights(q, n, scale, &key);
     let mut var = vec![0.0f64; q.len()];
-    for (j, (&ej, &s)) in e.iter().zip(&scores).enumerate() {
-        let w = ej / sum * BF16_HALF_ULP * (1.0 + s.abs());
+    for (j, (&pj, &s)) in p.iter().zip(&scores).enumerate() {
+        let w = pj * BF16_HALF_ULP * (1.0 + s.abs());
         for ((v2, &x), &oc) in var.iter_mut().zip(value(j)).zip(&o) {
             let t = w * (x.abs() as f64 + oc.abs());
             *v2 += t * t;

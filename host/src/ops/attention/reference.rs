@@ -22,6 +22,24 @@ pub fn sample_rows(seq: usize) -> Vec<usize> {
     r
 }
 
+/// One row's scores `q·k_j·scale` and softmax weights (normalized), in f64, over keys
+/// `0..n`, `key(j)` giving key j's row.
+pub fn scores_and_weights<'a>(
+    q: &[f32],
+    n: usize,
+    scale: f64,
+    key: impl Fn(usize) -> &'a [f32],
+) -> (Vec<f64>, Vec<f64>) {
+    let scores: Vec<f64> = (0..n)
+        .map(|j| q.iter().zip(key(j)).map(|(&x, &y)| x as f64 * y as f64).sum::<f64>() * scale)
+        .collect();
+    let m = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let p: Vec<f64> = scores.iter().map(|&x| (x - m).exp()).collect();
+    let sum: f64 = p.iter().sum();
+    let p = p.iter().map(|pj| pj / sum).collect();
+    (scores, p)
+}
+
 /// One output row in f64: `softmax(q·k_j·scale)·V` over keys `0..n`, `key(j)` and
 /// `value(j)` giving their rows (the decode reference gathers them through its block table).
 pub fn attend<'a>(
@@ -31,19 +49,14 @@ pub fn attend<'a>(
     key: impl Fn(usize) -> &'a [f32],
     value: impl Fn(usize) -> &'a [f32],
 ) -> Vec<f64> {
-    let scores: Vec<f64> = (0..n)
-        .map(|j| q.iter().zip(key(j)).map(|(&x, &y)| x as f64 * y as f64).sum::<f64>() * scale)
-        .collect();
-    let m = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-    let p: Vec<f64> = scores.iter().map(|&x| (x - m).exp()).collect();
-    let sum: f64 = p.iter().sum();
+    let (_, p) = scores_and_weights(q, n, scale, key);
     let mut out = vec![0.0f64; q.len()];
     for (j, &pj) in p.iter().enumerate() {
         for (o, &x) in out.iter_mut().zip(value(j)) {
             *o += pj * x as f64;
         }
     }
-    out.iter().map(|o| o / sum).collect()
+    out
 }
 
 /// `O[bh][i][..]` in f64 for every head and each row of `rows`, heads outermost then rows
