@@ -137,10 +137,22 @@ fn build_ptx() -> Result<(), String> {
         std::fs::create_dir_all(&shown).map_err(|e| e.to_string())?;
         std::fs::copy(&dest, shown.join(format!("{arch}.ptx"))).map_err(|e| e.to_string())?;
     }
-    // host/src/ptx.rs embeds these; the list is generated so it always matches the file.
+    // host/src/ptx.rs embeds these, deflated (three arches of ~4 MB of PTX text made each
+    // binary ~30 MB; the GPU machine's transfer limit is 64 MiB); the list is generated so it
+    // always matches the files.
+    for a in &arches {
+        let text = std::fs::read(out_dir.join(format!("{a}.ptx"))).map_err(|e| e.to_string())?;
+        std::fs::write(
+            out_dir.join(format!("{a}.ptx.deflate")),
+            miniz_oxide::deflate::compress_to_vec(&text, 6),
+        )
+        .map_err(|e| e.to_string())?;
+    }
     let list: Vec<String> = arches
         .iter()
-        .map(|a| format!("(\"{a}\", include_str!(concat!(env!(\"OUT_DIR\"), \"/{a}.ptx\"))),"))
+        .map(|a| {
+            format!("(\"{a}\", include_bytes!(concat!(env!(\"OUT_DIR\"), \"/{a}.ptx.deflate\"))),")
+        })
         .collect();
     std::fs::write(
         out_dir.join("ptx_list.rs"),

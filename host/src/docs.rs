@@ -705,7 +705,7 @@ mod tests {
     /// when a kernel changes.
     #[test]
     fn guide_ptx_lines_exist_in_the_built_ptx() {
-        let built: std::collections::HashSet<String> = crate::ptx::BUILT
+        let built: std::collections::HashSet<String> = crate::ptx::built()
             .iter()
             .flat_map(|(_, ptx)| ptx.lines().map(ptx_shape))
             .collect();

@@ -179,7 +179,7 @@ impl Gpu {
             return Err(Error::NoPtxForDevice {
                 device: name,
                 cc: format!("{}.{}", cc.0, cc.1),
-                oldest: ptx::BUILT.first().map(|p| p.0).unwrap_or("none").into(),
+                oldest: ptx::built().first().map(|p| p.0).unwrap_or("none").into(),
             });
         };
         let isa = ptx::isa_version(ptx_text);
@@ -664,7 +664,7 @@ impl Drop for Gpu {
 
 /// Whether the built PTX for `arch` has the entry `name`.
 fn ptx_has_entry(arch: &str, name: &str) -> bool {
-    ptx::BUILT
+    ptx::built()
         .iter()
         .any(|(a, p)| *a == arch && ptx::has_entry(p, name))
 }

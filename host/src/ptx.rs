@@ -1,8 +1,27 @@
 //! The PTX built by `host/build` (one per architecture in `host/build/ptx_arches.txt`),
 //! embedded in the binary, and the choice of which one a device loads.
 
-/// `(arch, ptx text)`, oldest first, as listed in `ptx_arches.txt`.
-pub const BUILT: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/ptx_list.rs"));
+/// `(arch, deflated ptx text)`, oldest first, as listed in `ptx_arches.txt`.
+const BUILT_DEFLATED: &[(&str, &[u8])] = include!(concat!(env!("OUT_DIR"), "/ptx_list.rs"));
+
+/// `(arch, ptx text)`, oldest first, as listed in `ptx_arches.txt`: the embedded PTX,
+/// inflated on first use (kept for the life of the process).
+pub fn built() -> &'static [(&'static str, &'static str)] {
+    static BUILT: std::sync::OnceLock<Vec<(&'static str, &'static str)>> =
+        std::sync::OnceLock::new();
+    BUILT.get_or_init(|| {
+        BUILT_DEFLATED
+            .iter()
+            .map(|&(arch, z)| {
+                let bytes = miniz_oxide::inflate::decompress_to_vec(z)
+                    .unwrap_or_else(|e| panic!("the embedded {arch} PTX does not inflate: {e:?}"));
+                let text = String::from_utf8(bytes)
+                    .unwrap_or_else(|e| panic!("the embedded {arch} PTX is not UTF-8: {e}"));
+                (arch, &*Box::leak(text.into_boxed_str()))
+            })
+            .collect()
+    })
+}
 
 /// `sm_90` -> 90.
 pub fn arch_number(arch: &str) -> u32 {
@@ -34,7 +53,7 @@ pub fn runs_on(arch: &str, major: i32, minor: i32) -> bool {
 /// The newest built PTX the device (compute capability `major.minor`) can run, the
 /// arch-specific one first among equals (it has every entry the plain one has, and more).
 pub fn choose(major: i32, minor: i32) -> Option<(&'static str, &'static str)> {
-    BUILT
+    built()
         .iter()
         .copied()
         .filter(|(a, _)| runs_on(a, major, minor))
@@ -44,7 +63,7 @@ pub fn choose(major: i32, minor: i32) -> Option<(&'static str, &'static str)> {
 /// The oldest built arch whose PTX has the entry `name`, e.g. `Some("sm_90a")` for a wgmma
 /// kernel; `None` if no built PTX has it.
 pub fn first_arch_with(name: &str) -> Option<&'static str> {
-    BUILT
+    built()
         .iter()
         .find(|(_, p)| has_entry(p, name))
         .map(|(a, _)| *a)
@@ -132,8 +151,8 @@ mod tests {
 
     #[test]
     fn the_sm_90a_build_has_every_entry_and_declares_ptx_8() {
-        let (_, plain) = BUILT.iter().find(|(a, _)| *a == "sm_90").unwrap();
-        let (_, a) = BUILT.iter().find(|(a, _)| *a == "sm_90a").unwrap();
+        let (_, plain) = built().iter().find(|(a, _)| *a == "sm_90").unwrap();
+        let (_, a) = built().iter().find(|(a, _)| *a == "sm_90a").unwrap();
         let entries = |p: &str| -> Vec<String> {
             p.lines()
                 .filter(|l| l.starts_with(".visible .entry "))
@@ -184,8 +203,8 @@ mod tests {
 
     #[test]
     fn every_built_ptx_has_kernels_and_a_version() {
-        assert!(BUILT.len() >= 2);
-        for (arch, ptx) in BUILT {
+        assert!(built().len() >= 2);
+        for (arch, ptx) in built() {
             assert!(ptx.contains(&format!(".target {arch}")), "{arch}");
             let k = rooflab_kernels::memory::v02_coalesced::memory_v02_coalesced_copy;
             assert!(ptx.contains(&format!(".entry {k}(")));

@@ -1,6 +1,7 @@
 //! Offline check of the generated PTX with `ptxas -v`: it must assemble for its target, and no
-//! kernel may spill registers to local memory (a silent performance cliff in a benchmark
-//! suite). Also yields the per-kernel resource table (registers, stack, spills, shared memory).
+//! kernel may spill registers or keep anything else in local memory (a stack frame: an array
+//! indexed at run time, an array iterated by value) — a silent performance cliff in a
+//! benchmark suite. Also yields the per-kernel resource table (registers, stack, spills, shared memory).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -242,6 +243,18 @@ pub fn problems(reports: &[ArchReport]) -> Vec<String> {
                 f.spill_loads
             ));
         }
+        // A stack frame without spills is still local memory (decode v04 had one from an
+        // array iterated by value: 16 LDL and 48 STL in its SASS, found 2026-12-03).
+        for f in r.functions.iter().filter(|f| !f.spills() && f.stack_frame > 0) {
+            out.push(format!(
+                "{}: {} `{}` has a {}-byte stack frame (local memory: an array indexed at run \
+                 time or iterated by value; index it with constants or unroll the loop)",
+                r.arch,
+                if f.entry { "kernel" } else { "function" },
+                f.name,
+                f.stack_frame
+            ));
+        }
     }
     out
 }
@@ -406,5 +419,31 @@ ptxas info    : Used 8 registers, used 0 barriers
             ),
             (Some(8), 16, 12, 8)
         );
+    }
+
+    #[test]
+    fn spills_and_stack_frames_are_problems() {
+        let mut f = parse(SAMPLE);
+        // A stack frame without spills (an array in local memory) is refused too.
+        f.push(Function {
+            name: "decode_x".into(),
+            entry: true,
+            stack_frame: 32,
+            ..Default::default()
+        });
+        let r = ArchReport {
+            arch: "sm_90".into(),
+            ptx: PathBuf::new(),
+            cubin: PathBuf::new(),
+            error: None,
+            output: String::new(),
+            functions: f,
+        };
+        let p = problems(&[r]);
+        assert_eq!(p.len(), 3, "{p:?}");
+        assert!(p[0].contains("`helper` spills"));
+        assert!(p[1].contains("`memory_v02_coalesced_copy` spills"));
+        assert!(p[2].contains("`decode_x` has a 32-byte stack frame"));
+        assert!(!p.iter().any(|l| l.contains("reduce_v02_shared")));
     }
 }

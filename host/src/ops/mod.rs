@@ -151,7 +151,7 @@ mod unit_tests {
                     for e in entries.iter().filter(of_step) {
                         assert!(
                             crate::ptx::has_twin(ptx, e)
-                                || !crate::ptx::BUILT
+                                || !crate::ptx::built()
                                     .iter()
                                     .any(|(a, p)| a == arch && crate::ptx::has_entry(p, e)),
                             "{arch}: no CUDA C++ twin of `{e}`"
@@ -165,7 +165,7 @@ mod unit_tests {
     /// Every `.entry` name of every PTX built, and their `FAMILY_vNN` step prefixes.
     fn entry_names() -> (BTreeSet<String>, BTreeSet<String>) {
         let mut entries = BTreeSet::new();
-        for (_, ptx) in crate::ptx::BUILT {
+        for (_, ptx) in crate::ptx::built() {
             for l in ptx.lines() {
                 if let Some(rest) = l.trim().strip_prefix(".visible .entry ") {
                     entries.insert(rest.split('(').next().unwrap().trim().to_string());

@@ -185,7 +185,9 @@ mod dev {
     use super::*;
     use crate::bf16_gemm::unroll;
     use crate::gpu::async_copy::{commit_group, copy_16_zfill, shared_addr, wait_group};
-    use crate::gpu::mma::{ldmatrix_x4, ldmatrix_x4_trans, mma_m16n8k16_bf16, pack_bf16x2};
+    use crate::gpu::mma::{
+        ldmatrix_x4, ldmatrix_x4_trans, mma_m16n8k16_bf16, pack_bf16x2, split_bf16x2,
+    };
     use crate::gpu::vector::F32x4;
     use crate::gpu::{bf16, math, shared, smem, sync_threads, thread, warp};
 
@@ -221,14 +223,6 @@ mod dev {
                 );
             }
         });
-    }
-
-    /// Two f32 weights as bf16 (`hi`) and the bf16 of what that rounding left (`lo`).
-    #[inline(always)]
-    fn split(p0: f32, p1: f32) -> (u32, u32) {
-        let hi = pack_bf16x2(p0, p1);
-        let (h0, h1) = (f32::from_bits(hi << 16), f32::from_bits(hi & 0xffff_0000));
-        (hi, pack_bf16x2(p0 - h0, p1 - h1))
     }
 
     /// The kernel body for head dim `D`, `KS = D/16` k16 steps, `NO = D/8` n8 tiles of O.
@@ -376,7 +370,7 @@ mod dev {
                     unroll!(4, i => {
                         let (tn, e) = p_source(i);
                         let x = s[2 * kk + tn];
-                        (hi[i], lo[i]) = split(x[e], x[e + 1]);
+                        (hi[i], lo[i]) = split_bf16x2(x[e], x[e + 1]);
                     });
                     unroll!(NO / 2, np => {
                         let at = vlo[np % 4] + v_step_offset(d, kk as u32, np as u32);

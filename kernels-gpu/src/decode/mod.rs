@@ -19,6 +19,7 @@ pub mod v01_block_per_head;
 pub mod v02_gqa_grouped;
 pub mod v03_split_k;
 pub mod v04_vectorized_pipeline;
+pub mod v05_mma_heads;
 
 /// The head dims the kernels are built for.
 pub const HEAD_DIMS: [u32; 2] = [64, 128];
@@ -226,6 +227,74 @@ pub(crate) unsafe fn paged_range<const D: usize, const PER: usize, const PARTIAL
             for (x, a) in row.acc.iter().enumerate() {
                 *o.add(32 * x) = bf16::from_f32(*a * inv);
             }
+        }
+    }
+}
+
+/// The end of v04 and v05: the block's `WARPS` warps have left their partial rows in shared
+/// memory, `mo[w][g][D]` (f32, unnormalized) and `ml[w][g]` = (max in the log2 domain, sum),
+/// for the block's `GC` heads; merge them per head (heads past the GQA group skipped) and
+/// write the normalized bf16 row to `out` (one split: `gridDim.z == 1`) or the unnormalized
+/// row and its (m, l) to v03's workspace row `(b·Hq + h)·splits + z` for its combine. An
+/// empty slice (past a short context) leaves m = -inf, l = 0 and zeros.
+///
+/// # Safety
+/// Every thread of the block calls it, after a barrier that follows the warps' writes;
+/// `mo`/`ml` hold `WARPS·GC` rows; the block is (KV head `kvh`, chunk `chunk` of `GC`
+/// heads, sequence `b`) and the global rows as the callers' `body` says.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn merge_warps<const D: usize, const GC: usize, const WARPS: usize>(
+    mo: *const f32,
+    ml: *const f32,
+    out: *mut u16,
+    ws_o: *mut f32,
+    ws_ml: *mut f32,
+    hq: u32,
+    group: u32,
+    kvh: u32,
+    chunk: u32,
+    b: u32,
+) {
+    use crate::gpu::{bf16, math, thread};
+    let (t, threads) = (thread::thread_idx_x() as usize, thread::block_dim_x() as usize);
+    let (z, splits) = (thread::block_idx_z(), thread::grid_dim_z());
+    // SAFETY: shared reads inside the WARPS·GC rows; global writes to rows (b, h < Hq) of
+    // out, or of the workspace the host sized for the grid.
+    unsafe {
+        let mut e = t;
+        while e < GC * D {
+            let (g, d) = (e / D, e % D);
+            let hi = chunk * GC as u32 + g as u32;
+            if hi < group {
+                let h = kvh * group + hi;
+                let mut mx = f32::NEG_INFINITY;
+                for ww in 0..WARPS {
+                    mx = math::max(mx, *ml.add(2 * (ww * GC + g)));
+                }
+                let (mut o, mut l) = (0.0f32, 0.0f32);
+                if mx != f32::NEG_INFINITY {
+                    for ww in 0..WARPS {
+                        let c = math::exp2(*ml.add(2 * (ww * GC + g)) - mx);
+                        l = math::fma(*ml.add(2 * (ww * GC + g) + 1), c, l);
+                        o = math::fma(*mo.add((ww * GC + g) * D + d), c, o);
+                    }
+                }
+                let row = (b * hq + h) as usize;
+                if splits == 1 {
+                    // One split: the whole context, l >= 1 (its max key weighs 2^0).
+                    *out.add(row * D + d) = bf16::from_f32(o / l);
+                } else {
+                    let at = row * splits as usize + z as usize;
+                    *ws_o.add(at * D + d) = o;
+                    if d == 0 {
+                        *ws_ml.add(2 * at) = mx;
+                        *ws_ml.add(2 * at + 1) = l;
+                    }
+                }
+            }
+            e += threads;
         }
     }
 }

@@ -260,7 +260,7 @@ unsafe fn body<const D: usize, const PER: usize, const GC: usize>(
     let chunks = thread::grid_dim_x() / hkv;
     let (kvh, chunk) = (thread::block_idx_x() / chunks, thread::block_idx_x() % chunks);
     let b = thread::block_idx_y();
-    let (z, splits) = (thread::block_idx_z(), thread::grid_dim_z());
+    let z = thread::block_idx_z();
     let sl = scale * core::f32::consts::LOG2_E;
     let smem = shared::dynamic_shared_mem::<u16>();
     // SAFETY: (whole body) global rows are (b, head < hq) of q/out and cache rows of pages
@@ -380,7 +380,7 @@ unsafe fn body<const D: usize, const PER: usize, const GC: usize>(
                 // part[0][g]: head g's score of key j0 + lane.
                 let valid = j0 + lane < end;
                 let pw = pbuf.add(lane as usize * ps);
-                for g in 0..GC {
+                unroll!(GC, g => {
                     let s = if valid { part[0][g] } else { f32::NEG_INFINITY };
                     // Key j0 is valid in every tile: the max is finite.
                     let m_new = math::max(m[g], warp::max_f32(s));
@@ -392,7 +392,7 @@ unsafe fn body<const D: usize, const PER: usize, const GC: usize>(
                     }
                     m[g] = m_new;
                     *pw.add(g) = p;
-                }
+                });
             } else {
                 // V chunk: every key's weights (broadcast from the buffer, written by the K
                 // chunk before the barrier above) times this lane's dims; unrolled so that
@@ -401,21 +401,29 @@ unsafe fn body<const D: usize, const PER: usize, const GC: usize>(
                 unroll!(16, jj => {
                     // Keys jj and jj + 16 (each `unroll!` writes out 16 guarded copies of
                     // its body, so nesting is kept to one level; the loops over heads and
-                    // dims are short, and LLVM unrolls them itself).
-                    for j in [jj, jj + 16] {
+                    // dims are short, and LLVM unrolls them itself). A range, not an array
+                    // `[jj, jj + 16]`: iterating an array kept it in local memory.
+                    for half in 0..2 {
+                        let j = jj + 16 * half;
                         let v = dims::<PER>(vt, j * D + mine_dims);
                         let prow = pbuf.add(j * ps) as *const F32x4;
+                        let mut pw = [0.0f32; GC];
                         for h in 0..GC.div_ceil(4) {
                             let pv = (*prow.add(h)).0;
-                            for gg in 0..4 {
-                                let g = 4 * h + gg;
-                                if g < GC {
-                                    for x in 0..PER {
-                                        acc[g][x] = math::fma(pv[gg], v[x], acc[g][x]);
-                                    }
+                            // Indexed, not `pv.into_iter()`: iterating an array by
+                            // value kept it in local memory.
+                            #[allow(clippy::needless_range_loop)]
+                            for i in 0..4 {
+                                if 4 * h + i < GC {
+                                    pw[4 * h + i] = pv[i];
                                 }
                             }
                         }
+                        unroll!(GC, g => {
+                            for x in 0..PER {
+                                acc[g][x] = math::fma(pw[g], v[x], acc[g][x]);
+                            }
+                        });
                     }
                 });
             }
@@ -429,7 +437,7 @@ unsafe fn body<const D: usize, const PER: usize, const GC: usize>(
         sync_threads();
         let mo = smem as *mut f32;
         let ml = mo.add((WARPS as usize) * GC * D);
-        for g in 0..GC {
+        unroll!(GC, g => {
             let l = warp::sum_f32(l_part[g]);
             for x in 0..PER {
                 *mo.add((w as usize * GC + g) * D + mine_dims + x) = acc[g][x];
@@ -438,41 +446,10 @@ unsafe fn body<const D: usize, const PER: usize, const GC: usize>(
                 *ml.add(2 * (w as usize * GC + g)) = m[g];
                 *ml.add(2 * (w as usize * GC + g) + 1) = l;
             }
-        }
+        });
         sync_threads();
-        let mut e = t as usize;
-        while e < GC * D {
-            let (g, d) = (e / D, e % D);
-            let hi = chunk * GC as u32 + g as u32;
-            if hi < group {
-                let h = kvh * group + hi;
-                let mut mx = f32::NEG_INFINITY;
-                for ww in 0..WARPS as usize {
-                    mx = math::max(mx, *ml.add(2 * (ww * GC + g)));
-                }
-                let (mut o, mut l) = (0.0f32, 0.0f32);
-                if mx != f32::NEG_INFINITY {
-                    for ww in 0..WARPS as usize {
-                        let c = math::exp2(*ml.add(2 * (ww * GC + g)) - mx);
-                        l = math::fma(*ml.add(2 * (ww * GC + g) + 1), c, l);
-                        o = math::fma(*mo.add((ww * GC + g) * D + d), c, o);
-                    }
-                }
-                let row = (b * hq + h) as usize;
-                if splits == 1 {
-                    // One split: the whole context, l >= 1 (its max key weighs 2^0).
-                    *out.add(row * D + d) = bf16::from_f32(o / l);
-                } else {
-                    // An empty slice (past a short context) leaves m = -inf, l = 0, zeros.
-                    let at = row * splits as usize + z as usize;
-                    *ws_o.add(at * D + d) = o;
-                    if d == 0 {
-                        *ws_ml.add(2 * at) = mx;
-                        *ws_ml.add(2 * at + 1) = l;
-                    }
-                }
-            }
-            e += THREADS as usize;
-        }
+        super::merge_warps::<D, GC, { WARPS as usize }>(
+            mo, ml, out, ws_o, ws_ml, hq, group, kvh, chunk, b,
+        );
     }
 }

@@ -117,6 +117,16 @@ pub fn pack_bf16x2(lo: f32, hi: f32) -> u32 {
     super::bf16::pack2(lo, hi)
 }
 
+/// Two f32 weights as a bf16 pair (`hi`) and the bf16 pair of what that rounding left
+/// (`lo`): `p ≈ hi + lo` within ~2^-17 relative, so `mma(hi) + mma(lo)` multiplies by f32
+/// weights to that precision (attention v03's and decode v05's `P` split).
+#[inline(always)]
+pub fn split_bf16x2(p0: f32, p1: f32) -> (u32, u32) {
+    let hi = pack_bf16x2(p0, p1);
+    let (h0, h1) = (f32::from_bits(hi << 16), f32::from_bits(hi & 0xffff_0000));
+    (hi, pack_bf16x2(p0 - h0, p1 - h1))
+}
+
 /// Two bf16 bits -> one 32-bit fragment register, `lo` in the low half.
 #[inline(always)]
 pub fn pair_bf16(lo: u16, hi: u16) -> u32 {

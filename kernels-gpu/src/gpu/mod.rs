@@ -291,6 +291,22 @@ pub mod warp {
         out
     }
 
+    /// Whether `pred` holds in any of the 32 lanes (`vote.sync.any.pred`); every lane gets
+    /// the answer, so a branch on it is warp-uniform.
+    #[inline(always)]
+    pub fn any(pred: bool) -> bool {
+        let out: u32;
+        // SAFETY: all 32 lanes participate (FULL_MASK).
+        unsafe {
+            asm!(
+                "{{ .reg .pred p, q; setp.ne.u32 p, {1}, 0; vote.sync.any.pred q, p, {2}; selp.u32 {0}, 1, 0, q; }}",
+                out(reg32) out, in(reg32) pred as u32, in(reg32) FULL_MASK,
+                options(nomem, nostack)
+            )
+        };
+        out != 0
+    }
+
     /// Sum over the 32 lanes; every lane gets the total (butterfly reduction).
     #[inline(always)]
     pub fn sum_f32(mut v: f32) -> f32 {

@@ -3,12 +3,12 @@
 
 use rooflab_kernels::decode::{
     HEAD_DIMS, MAX_GROUP, shared_f32, v01_block_per_head, v02_gqa_grouped, v03_split_k,
-    v04_vectorized_pipeline as v04,
+    v04_vectorized_pipeline as v04, v05_mma_heads as v05,
 };
 
 use crate::bench::KernelUse;
 use crate::error::{Error, Result};
-use crate::gpu::{DeviceArray, Gpu, Kernel, KernelId, LaunchConfig};
+use crate::gpu::{DeviceArray, Gpu, Kernel, KernelId, LaunchConfig, ViewMut};
 use crate::tensor::{Buf, Dtype, expect_buf};
 
 /// The decode ladder.
@@ -18,13 +18,15 @@ pub enum Variant {
     V02GqaGrouped,
     V03SplitK,
     V04VectorizedPipeline,
+    V05MmaHeads,
 }
 
-pub const LADDER: [Variant; 4] = [
+pub const LADDER: [Variant; 5] = [
     Variant::V01BlockPerHead,
     Variant::V02GqaGrouped,
     Variant::V03SplitK,
     Variant::V04VectorizedPipeline,
+    Variant::V05MmaHeads,
 ];
 
 /// The sizes of one decode step.
@@ -89,8 +91,8 @@ pub type PartialKernel = Kernel<(
     u32,
 )>;
 
-/// v04's kernels: v03's partial-kernel parameters with `out` before the workspace (one
-/// kernel writes either: `out` with one split, the workspace with more).
+/// v04's and v05's kernels: v03's partial-kernel parameters with `out` before the
+/// workspace (one kernel writes either: `out` with one split, the workspace with more).
 pub type PipelineKernel = Kernel<(
     *const u16,
     *const u16,
@@ -108,8 +110,8 @@ pub type PipelineKernel = Kernel<(
     u32,
 )>;
 
-/// How v04 launches at a shape: heads a block (`gc`), blocks a KV head (`chunks`), keys a
-/// split and splits.
+/// How v04 or v05 launches at a shape: heads a block (`gc`), blocks a KV head (`chunks`),
+/// keys a split and splits (v05 keeps v04's pipeline constants, so `v04::split_len`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PipelinePlan {
     pub gc: u32,
@@ -119,13 +121,18 @@ pub struct PipelinePlan {
 }
 
 impl PipelinePlan {
-    pub fn new(s: &DecodeShape, lens: &[u32], sms: u32) -> PipelinePlan {
+    pub fn new(var: Variant, s: &DecodeShape, lens: &[u32], sms: u32) -> PipelinePlan {
         let group = (s.hq / s.hkv.max(1)) as u32;
-        let gc = v04::group_chunk(group);
+        let (gc, resident) = if var == Variant::V05MmaHeads {
+            (v05::HEADS, v05::resident_blocks(s.dim as u32))
+        } else {
+            let gc = v04::group_chunk(group);
+            (gc, v04::resident_blocks(s.dim as u32, gc))
+        };
         let chunks = group.div_ceil(gc).max(1);
         let total: u64 = lens.iter().map(|&l| l as u64).sum();
         let max_len = lens.iter().copied().max().unwrap_or(0);
-        let slots = sms * v04::resident_blocks(s.dim as u32, gc);
+        let slots = sms * resident;
         let split_len = v04::split_len(total, max_len, s.hkv as u32 * chunks, slots);
         PipelinePlan {
             gc,
@@ -137,8 +144,20 @@ impl PipelinePlan {
 }
 
 impl Variant {
-    /// v04's kernel for head dim `dim` and `gc` heads a block.
-    pub fn pipeline_kernel(dim: usize, gc: u32) -> PipelineKernel {
+    /// Whether the step runs v04's pipeline (one kernel per shape, [`PipelinePlan`]).
+    pub fn pipelined(self) -> bool {
+        matches!(self, Variant::V04VectorizedPipeline | Variant::V05MmaHeads)
+    }
+
+    /// v04's or v05's kernel for head dim `dim` and (v04) `gc` heads a block.
+    pub fn pipeline_kernel(self, dim: usize, gc: u32) -> PipelineKernel {
+        if self == Variant::V05MmaHeads {
+            return if dim == 128 {
+                v05::decode_v05_mma_heads_d128
+            } else {
+                v05::decode_v05_mma_heads_d64
+            };
+        }
         match (dim, gc) {
             (128, 1) => v04::decode_v04_vectorized_pipeline_d128_g1,
             (128, 2) => v04::decode_v04_vectorized_pipeline_d128_g2,
@@ -174,7 +193,9 @@ impl Variant {
     fn main_kernel(self, dim: usize) -> KernelId {
         match self {
             Variant::V03SplitK => Self::partial_kernel(dim).id(),
-            Variant::V04VectorizedPipeline => Self::pipeline_kernel(dim, 4).id(),
+            Variant::V04VectorizedPipeline | Variant::V05MmaHeads => {
+                self.pipeline_kernel(dim, 4).id()
+            }
             _ => self.kernel(dim).id(),
         }
     }
@@ -194,21 +215,22 @@ impl Variant {
         match self {
             Variant::V01BlockPerHead => 1,
             Variant::V02GqaGrouped | Variant::V03SplitK => s.hq / s.hkv.max(1),
-            Variant::V04VectorizedPipeline => v04::WARPS as usize,
+            Variant::V04VectorizedPipeline | Variant::V05MmaHeads => v04::WARPS as usize,
         }
     }
 
     /// The kernels a launch may run, with their block and shared memory (v03: the partial
     /// rows and the combine; it runs v02's kernel instead when it does not split).
     pub fn kernel_uses(self, s: &DecodeShape) -> Vec<KernelUse> {
-        if self == Variant::V04VectorizedPipeline {
+        if self.pipelined() {
             let gc = v04::group_chunk((s.hq / s.hkv.max(1)) as u32);
+            let smem = if self == Variant::V05MmaHeads {
+                v05::shared_bytes(s.dim as u32)
+            } else {
+                v04::shared_bytes(s.dim as u32, gc)
+            };
             return vec![
-                KernelUse::new(
-                    Self::pipeline_kernel(s.dim, gc),
-                    v04::THREADS,
-                    v04::shared_bytes(s.dim as u32, gc),
-                ),
+                KernelUse::new(self.pipeline_kernel(s.dim, gc), v04::THREADS, smem),
                 KernelUse::new(
                     v03_split_k::decode_v03_split_k_combine,
                     32 * v03_split_k::COMBINE_ROWS,
@@ -231,7 +253,7 @@ impl Variant {
 
     pub fn kernels(self, dim: usize) -> Vec<KernelId> {
         let mut k = vec![self.main_kernel(dim)];
-        if matches!(self, Variant::V03SplitK | Variant::V04VectorizedPipeline) {
+        if self == Variant::V03SplitK || self.pipelined() {
             k.push(v03_split_k::decode_v03_split_k_combine.id());
         }
         k
@@ -381,8 +403,8 @@ pub fn decode(gpu: &Gpu, var: Variant, q: &Buf, kv: &PagedKv, out: &mut Buf) -> 
     let op = var.main_kernel(s.dim).name();
     expect_buf(op, "q", q, Dtype::Bf16, s.q_elements())?;
     expect_buf(op, "out", out, Dtype::Bf16, s.q_elements())?;
-    if var == Variant::V04VectorizedPipeline {
-        return decode_v04(gpu, q, kv, out);
+    if var.pipelined() {
+        return decode_pipelined(gpu, var, q, kv, out);
     }
     let warps = var.warps(&s);
     if warps as u32 > MAX_GROUP {
@@ -482,15 +504,15 @@ pub fn decode(gpu: &Gpu, var: Variant, q: &Buf, kv: &PagedKv, out: &mut Buf) -> 
     }
 }
 
-/// v04: one launch straight into `out` when the plan has one split, else the partial rows
-/// into the workspace and v03's combine.
-fn decode_v04(gpu: &Gpu, q: &Buf, kv: &PagedKv, out: &mut Buf) -> Result<()> {
+/// v04 and v05: one launch straight into `out` when the plan has one split, else the
+/// partial rows into the workspace and v03's combine.
+fn decode_pipelined(gpu: &Gpu, var: Variant, q: &Buf, kv: &PagedKv, out: &mut Buf) -> Result<()> {
     let s = kv.shape;
     if s.batch == 0 {
         return Ok(());
     }
-    let plan = PipelinePlan::new(&s, &kv.lens_host, gpu.info.multiprocessors);
-    let kernel = Variant::pipeline_kernel(s.dim, plan.gc);
+    let plan = PipelinePlan::new(var, &s, &kv.lens_host, gpu.info.multiprocessors);
+    let kernel = var.pipeline_kernel(s.dim, plan.gc);
     let op = kernel.name();
     if plan.splits > u16::MAX as u32 {
         return Err(Error::TooLarge {
@@ -503,20 +525,21 @@ fn decode_v04(gpu: &Gpu, q: &Buf, kv: &PagedKv, out: &mut Buf) -> Result<()> {
     let cfg = LaunchConfig {
         grid: (s.hkv as u32 * plan.chunks, s.batch as u32, plan.splits),
         block: (v04::THREADS, 1, 1),
-        shared_bytes: v04::shared_bytes(s.dim as u32, plan.gc),
+        shared_bytes: if var == Variant::V05MmaHeads {
+            v05::shared_bytes(s.dim as u32)
+        } else {
+            v04::shared_bytes(s.dim as u32, plan.gc)
+        },
     };
-    let (hq, hkv, ps, mp) = (
-        s.hq as u32,
-        s.hkv as u32,
-        s.page_size as u32,
-        s.max_pages as u32,
-    );
-    if plan.splits == 1 {
+    // The kernel's parameters around its outputs: `out` (one split) or the workspace.
+    let run = |o: Option<ViewMut<'_, u16>>, wo: Option<ViewMut<'_, f32>>, wml: Option<ViewMut<'_, f32>>| {
         // SAFETY: q, out hold B·Hq·D bf16, the caches num_pages·page_size·Hkv·D (checked);
         // table entries a context uses are < num_pages, lengths in 1..=capacity and cache
         // rows fit in u32 (PagedKv::new); grid, block and shared memory as the kernel's
-        // header says; one split covers the longest context, so the workspace is not used.
-        return unsafe {
+        // header says; with one split (`o`) the plan covers the longest context, with more
+        // the workspace (`wo`, `wml`) holds B·Hq·splits rows of D f32 and as many (m, l)
+        // pairs, which the kernel writes for every split, empty ones included.
+        unsafe {
             gpu.launch(
                 kernel,
                 cfg,
@@ -526,18 +549,21 @@ fn decode_v04(gpu: &Gpu, q: &Buf, kv: &PagedKv, out: &mut Buf) -> Result<()> {
                     kv.v_cache.view::<u16>(op)?,
                     kv.table.view(),
                     kv.lens.view(),
-                    out.view_mut::<u16>(op)?,
-                    None::<crate::gpu::ViewMut<'_, f32>>,
-                    None::<crate::gpu::ViewMut<'_, f32>>,
-                    hq,
-                    hkv,
-                    ps,
-                    mp,
+                    o,
+                    wo,
+                    wml,
+                    s.hq as u32,
+                    s.hkv as u32,
+                    s.page_size as u32,
+                    s.max_pages as u32,
                     s.scale(),
                     plan.split_len,
                 ),
             )
-        };
+        }
+    };
+    if plan.splits == 1 {
+        return run(Some(out.view_mut::<u16>(op)?), None, None);
     }
     let rows = s.batch * s.hq;
     let (o_len, len) = (
@@ -550,31 +576,11 @@ fn decode_v04(gpu: &Gpu, q: &Buf, kv: &PagedKv, out: &mut Buf) -> Result<()> {
         32 * v03_split_k::COMBINE_ROWS,
     )?;
     gpu.with_workspace(len, |ws| {
-        // SAFETY: as above, and the workspace holds B·Hq·splits rows of D f32 then as many
-        // (m, l) pairs, which the kernel writes (every split, empty ones included) and the
-        // combine reads, one warp per (sequence, query head).
+        let (wo, wml) = ws.view_range_mut(0..len).split_at(o_len);
+        run(None, Some(wo), Some(wml))?;
+        // SAFETY: the combine reads the rows the kernel wrote, one warp per (sequence,
+        // query head), and writes out (B·Hq·D bf16).
         unsafe {
-            let (wo, wml) = ws.view_range_mut(0..len).split_at(o_len);
-            gpu.launch(
-                kernel,
-                cfg,
-                (
-                    q.view::<u16>(op)?,
-                    kv.k_cache.view::<u16>(op)?,
-                    kv.v_cache.view::<u16>(op)?,
-                    kv.table.view(),
-                    kv.lens.view(),
-                    None::<crate::gpu::ViewMut<'_, u16>>,
-                    Some(wo),
-                    Some(wml),
-                    hq,
-                    hkv,
-                    ps,
-                    mp,
-                    s.scale(),
-                    plan.split_len,
-                ),
-            )?;
             gpu.launch(
                 v03_split_k::decode_v03_split_k_combine,
                 ccfg,
@@ -611,9 +617,9 @@ mod unit_tests {
         assert_eq!(Variant::V02GqaGrouped.warps(&s), 4);
         for v in LADDER {
             let u = v.kernel_uses(&s);
-            let splits = matches!(v, Variant::V03SplitK | Variant::V04VectorizedPipeline);
+            let splits = v == Variant::V03SplitK || v.pipelined();
             assert_eq!(u.len(), 1 + splits as usize);
-            if v != Variant::V04VectorizedPipeline {
+            if !v.pipelined() {
                 assert!(u[0].shared_bytes <= 48 * 1024);
             }
         }
@@ -628,17 +634,17 @@ mod unit_tests {
         // v04's plans on an H200 (one block an SM at D 128): batch 1 × L 32768 → 32 splits
         // of 1024 keys (8 × 32 blocks, two a slot);
         // a single short context → one split; batch 256 × L 32768 → no split.
-        let p = PipelinePlan::new(&one, &[32768], 132);
+        let p = PipelinePlan::new(Variant::V04VectorizedPipeline, &one, &[32768], 132);
         assert_eq!((p.gc, p.chunks, p.split_len, p.splits), (4, 1, 1024, 32));
-        let p = PipelinePlan::new(&one, &[1], 132);
+        let p = PipelinePlan::new(Variant::V04VectorizedPipeline, &one, &[1], 132);
         assert_eq!((p.split_len, p.splits), (32, 1));
         let many = DecodeShape { batch: 256, ..s };
         let lens: Vec<u32> = (0..256).map(|i| if i == 0 { 32768 } else { 16384 }).collect();
-        assert_eq!(PipelinePlan::new(&many, &lens, 132).splits, 1);
+        assert_eq!(PipelinePlan::new(Variant::V04VectorizedPipeline, &many, &lens, 132).splits, 1);
         // Every split covers whole tiles, and the splits the longest context.
         for lens in [vec![4097, 5, 1], vec![300; 64], vec![1_000_000]] {
             let s = DecodeShape { batch: lens.len(), ..s };
-            let p = PipelinePlan::new(&s, &lens, 132);
+            let p = PipelinePlan::new(Variant::V04VectorizedPipeline, &s, &lens, 132);
             let max = *lens.iter().max().unwrap();
             assert_eq!(p.split_len % v04::TILE, 0);
             assert!(p.split_len as u64 * p.splits as u64 >= max as u64);
@@ -646,10 +652,38 @@ mod unit_tests {
         }
         // Groups: 6 → chunks of 8 (one), 32 → four, 3 → one of 4.
         for (hq, hkv, gc, chunks) in [(12, 2, 8, 1), (32, 1, 8, 4), (3, 1, 4, 1), (8, 8, 1, 1)] {
-            let p = PipelinePlan::new(&DecodeShape { hq, hkv, ..s }, &[100], 132);
+            let p = PipelinePlan::new(Variant::V04VectorizedPipeline, &DecodeShape { hq, hkv, ..s }, &[100], 132);
             assert_eq!((p.gc, p.chunks), (gc, chunks), "Hq {hq} Hkv {hkv}");
         }
         assert!(v04::shared_bytes(128, 8) <= 227 * 1024);
+        // v05: every group up to 16 in one chunk, 32 in two; one block an SM at D 128 (as
+        // v04), so the same splits.
+        for (hq, hkv, chunks) in [(12, 2, 1), (32, 1, 2), (16, 1, 1), (8, 8, 1)] {
+            let p = PipelinePlan::new(Variant::V05MmaHeads, &DecodeShape { hq, hkv, ..s }, &[100], 132);
+            assert_eq!((p.gc, p.chunks), (16, chunks), "Hq {hq} Hkv {hkv}");
+        }
+        let p = PipelinePlan::new(Variant::V05MmaHeads, &one, &[32768], 132);
+        assert_eq!((p.split_len, p.splits), (1024, 32));
+        assert_eq!(v05::resident_blocks(128), 1);
+        assert_eq!(v05::resident_blocks(64), 2);
+        assert_eq!(Variant::V05MmaHeads.stem(), "v05_mma_heads");
+        // v05's copies: lane l's rows l/2, l/2 + 16 at chunks 2c + l%2 land where attention
+        // v03's swizzle puts them (the layout its ldmatrix reads), and cover each buffer once.
+        use rooflab_kernels::attention::v03_flash_mma::swizzled_byte_offset;
+        for d in [64u32, 128] {
+            let mut seen = std::collections::HashSet::new();
+            for lane in 0..32 {
+                for j in 0..2 {
+                    for c in 0..d / 16 {
+                        let row = lane / 2 + 16 * j;
+                        let at = row * d * 2 + v05::chunk_offset(lane, c % 4) + 128 * (c / 4);
+                        assert_eq!(at, swizzled_byte_offset(d, row, 2 * c + lane % 2));
+                        assert!(seen.insert(at), "D {d}: offset {at} twice");
+                    }
+                }
+            }
+            assert_eq!(seen.len() as u32, v05::TILE * d / 8);
+        }
         let g16 = DecodeShape { hq: 16, hkv: 1, ..s };
         assert!(4 * shared_f32(Variant::V02GqaGrouped.warps(&g16) as u32, 128) <= 48 * 1024);
     }

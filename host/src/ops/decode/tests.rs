@@ -34,11 +34,17 @@ pub struct Heads {
     pub page_size: usize,
 }
 
+/// Pages the contexts `lens` use, in all.
+pub fn pages_needed(lens: &[u32], page_size: usize) -> usize {
+    lens.iter().map(|&l| (l as usize).div_ceil(page_size)).sum()
+}
+
 /// A batch with contexts `lens`: with `pool = None` every page a context uses is its own,
 /// the cache's pages shuffled (plus 3 spare), entries past a sequence's last page left as
-/// `u32::MAX` (never read); with `Some(n)` the cache is `n` pages and each entry is drawn
-/// from them at random (sequences then share pages, as shared prefixes do). q, K, V are
-/// uniform in [-1, 1), rounded to bf16.
+/// `u32::MAX` (never read); with `Some(n)` the cache is `n` pages: pages of their own (a
+/// random choice of the n, in random order) when the contexts need at most n, else each
+/// entry drawn from them at random (sequences then share pages, as shared prefixes do). q,
+/// K, V are uniform in [-1, 1), rounded to bf16.
 pub fn problem(
     gpu: &Gpu,
     h: Heads,
@@ -53,20 +59,20 @@ pub fn problem(
     let num_pages = pool.unwrap_or(used.iter().sum::<usize>() + 3);
     let mut table = vec![u32::MAX; lens.len() * max_pages];
     match pool {
-        None => {
+        Some(n) if pages_needed(lens, ps) > n => {
+            for (b, &u) in used.iter().enumerate() {
+                for p in 0..u {
+                    table[b * max_pages + p] = r.random_range(0..n as u32);
+                }
+            }
+        }
+        _ => {
             let mut perm: Vec<u32> = (0..num_pages as u32).collect();
             perm.shuffle(&mut r);
             let mut next = perm.into_iter();
             for (b, &u) in used.iter().enumerate() {
                 for p in 0..u {
                     table[b * max_pages + p] = next.next().expect("enough pages");
-                }
-            }
-        }
-        Some(n) => {
-            for (b, &u) in used.iter().enumerate() {
-                for p in 0..u {
-                    table[b * max_pages + p] = r.random_range(0..n as u32);
                 }
             }
         }
@@ -217,12 +223,11 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
             Ok(())
         },
     ));
-    // v04's head chunks: a group of 6 (one chunk of 8, two heads masked), of 32 (four chunks)
-    // and of 3 (a chunk of 4, one masked); short contexts (one split) and long (several).
-    t.push(GpuTest::new(
-        format!("decode_{}_head_chunks_match_cpu", Variant::V04VectorizedPipeline.stem()),
-        move |gpu| {
-            let v = Variant::V04VectorizedPipeline;
+    // The pipelined steps' head chunks: groups of 6 (v04: one chunk of 8, two heads
+    // masked; v05: one of 16), 32 (v04: four chunks; v05: two) and 3 (v04: a chunk of 4,
+    // one masked); short contexts (one split) and long (several).
+    for v in [Variant::V04VectorizedPipeline, Variant::V05MmaHeads] {
+        t.push(GpuTest::new(format!("decode_{}_head_chunks_match_cpu", v.stem()), move |gpu| {
             for (i, (hq, hkv, dim, page_size, lens)) in [
                 (12, 2, 128, 16, vec![700, 33]),
                 (32, 1, 64, 5, vec![97, 3000]),
@@ -237,8 +242,8 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
                 check(gpu, v, &p, &all)?;
             }
             Ok(())
-        },
-    ));
+        }));
+    }
     t.push(GpuTest::new(
         "decode_bad_input_is_refused_before_launch",
         |gpu| {
@@ -263,6 +268,12 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
             expect_error(new(DecodeShape { dim: 96, ..s }, &[0, 1, 2, 3], &[1, 1]), &["head dim 96"])?;
             expect_error(new(s, &[0, 1, 2], &[1, 1]), &["3 entries"])?;
             expect_error(new(s, &[0, 1, 2, 3], &[1]), &["1 context lengths"])?;
+            // Cache rows (pages · page size · Hkv) past u32: refused before the caches are
+            // looked at (the kernels index rows in 32 bits).
+            expect_error(
+                new(DecodeShape { num_pages: 1 << 28, ..s }, &[0, 1, 2, 3], &[1, 1]),
+                &["cache rows", "8589934592", "4294967295"],
+            )?;
             // Entries past a sequence's last page are never read: anything goes there.
             new(s, &[0, u32::MAX, 2, u32::MAX], &[16, 5])?;
             // A GQA group past what v02's block serves.

@@ -531,7 +531,7 @@ mod unit_tests {
             let family = crate::ops::gemm::FAMILY.name;
             assert_eq!(name, [family, v.stem()].join("_"));
             assert!(
-                crate::ptx::BUILT[0].1.contains(&format!(".entry {name}(")),
+                crate::ptx::built()[0].1.contains(&format!(".entry {name}(")),
                 "{name} not in the PTX"
             );
         }

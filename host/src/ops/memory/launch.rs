@@ -363,7 +363,7 @@ mod unit_tests {
                     format!("{family}_{}_{}", v.stem(), op.name())
                 );
                 assert!(
-                    crate::ptx::BUILT[0]
+                    crate::ptx::built()[0]
                         .1
                         .contains(&format!(".entry {}(", v.kernel(op)))
                 );

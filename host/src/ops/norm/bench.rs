@@ -1,9 +1,9 @@
-//! norm: the bench cases: the ladder at 16384 x 4096 for both kinds and dtypes, and a
-//! row-length sweep at a fixed total (ladders `sweep_cols_KIND_DTYPE`: rows x cols = 2^26
-//! for cols = 128 .. 262144) of v04 (rows it holds, up to `ROW_MAX_COLS`) and v02 (any
-//! length), drawn as lines over cols by the report.
-
-use rooflab_kernels::norm::v03_fused_vectorized::ROW_MAX_COLS;
+//! norm: the bench cases, for both kinds and dtypes: the ladder up to v04 at 16384 x 4096
+//! (v05 and v06 are for shorter and longer rows), short rows (262144 x 128) for v02, v04 and
+//! v05, long rows (1024 x 32768) for v02 and v06; and a row-length sweep at a fixed total
+//! (ladders `sweep_cols_KIND_DTYPE`: rows x cols = 2^26 for cols = 128 .. 262144) of v05
+//! (up to its 512), v04 (up to `ROW_MAX_COLS`), v06 (from 8192 up) and v02 (any length),
+//! drawn as one line per step over cols by the report.
 
 use super::launch::{Kind, LADDER, NormArgs, Variant, norm};
 use super::tests::{EPS, check};
@@ -65,11 +65,31 @@ fn ladder(k: Kind, dt: Dtype) -> &'static str {
 
 /// Elements of every point of the row-length sweep (rows = SWEEP_TOTAL / cols).
 pub const SWEEP_TOTAL: usize = 1 << 26;
-/// The sweep's row lengths: short rows, v04's longest (`ROW_MAX_COLS`), and past it (not
-/// 4096: the ladder's own shape, 16384 x 4096, is that point).
-pub const SWEEP_COLS: [usize; 6] = [128, 1024, 8192, 16384, 65536, 262144];
-/// The steps the sweep draws: the row held on chip where it fits, and v02 everywhere.
-pub const SWEEP_STEPS: [Variant; 2] = [Variant::V04PackedRow, Variant::V02FusedBlock];
+/// The sweep's row lengths: short rows (v05's, up to 512), v04's range and its longest
+/// (`ROW_MAX_COLS`), and past it (v06's). Not 4096: the ladder's own shape, 16384 x 4096,
+/// is that point; not 32768: the long-row shape's length (a name and a shape name one row).
+pub const SWEEP_COLS: [usize; 8] = [128, 256, 512, 1024, 8192, 16384, 65536, 262144];
+/// The steps the sweep draws, each at the lengths [`sweeps`] gives it.
+pub const SWEEP_STEPS: [Variant; 4] = [
+    Variant::V05RowsPerWarp,
+    Variant::V04PackedRow,
+    Variant::V06ClusterRow,
+    Variant::V02FusedBlock,
+];
+/// The shortest row the sweep runs v06 at: where v04 starts to fall off (below, 8 blocks
+/// share a row a few vectors long, which is not what the step is for).
+pub const SWEEP_CLUSTER_FROM: usize = 8192;
+
+/// Whether the sweep runs step `v` at rows of `cols`: every length it takes (v06: from
+/// [`SWEEP_CLUSTER_FROM`]).
+pub fn sweeps(v: Variant, cols: usize) -> bool {
+    let fits = v.max_cols().is_none_or(|m| cols <= m as usize);
+    fits && (v != Variant::V06ClusterRow || cols >= SWEEP_CLUSTER_FROM)
+}
+
+/// Row length of the short-row shape (v05's) and of the long-row shape (v06's).
+pub const SHORT_COLS: usize = 128;
+pub const LONG_COLS: usize = 32768;
 
 /// The ladder of the row-length sweep of one kind and dtype.
 fn sweep_ladder(k: Kind, dt: Dtype) -> &'static str {
@@ -90,13 +110,30 @@ pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
         None if quick => 2048,
         None => 16384,
     };
-    // (ladder?, rows, cols, step): the ladder at its shape, then the sweep's points.
-    let mut plan: Vec<(bool, usize, usize, Variant)> =
-        LADDER.iter().map(|&v| (true, rows, cols, v)).collect();
+    // The short- and long-row shapes: half the ladder's elements (so that no point is a
+    // sweep point), or `size` when given.
+    let rows_at = |c: usize| match size {
+        Some(s) => (s as usize / c).max(1),
+        None => (rows * cols / 2 / c).max(1),
+    };
+    let (short, long) = (Variant::V05RowsPerWarp, Variant::V06ClusterRow);
+    // (ladder?, rows, cols, step): the ladder at its shape (v05 and v06 cannot hold or are
+    // not meant for 4096), the short and long rows, then the sweep's points.
+    let mut plan: Vec<(bool, usize, usize, Variant)> = LADDER
+        .iter()
+        .filter(|&&v| v != short && v != long)
+        .map(|&v| (true, rows, cols, v))
+        .collect();
+    for v in [Variant::V02FusedBlock, Variant::V04PackedRow, short] {
+        plan.push((true, rows_at(SHORT_COLS), SHORT_COLS, v));
+    }
+    for v in [Variant::V02FusedBlock, long] {
+        plan.push((true, rows_at(LONG_COLS), LONG_COLS, v));
+    }
     if !quick && size.is_none() {
         for c in SWEEP_COLS {
             for v in SWEEP_STEPS {
-                if !v.holds_row() || c <= ROW_MAX_COLS as usize {
+                if sweeps(v, c) {
                     plan.push((false, SWEEP_TOTAL / c, c, v));
                 }
             }
@@ -157,32 +194,53 @@ pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
 mod unit_tests {
     use super::*;
 
+    use rooflab_kernels::norm::v03_fused_vectorized::ROW_MAX_COLS;
+    use rooflab_kernels::norm::v05_rows_per_warp;
+
     #[test]
-    fn the_sweep_keeps_the_total_and_v04_where_it_fits() {
+    fn the_sweep_keeps_the_total_and_each_step_where_it_fits() {
         let c = cases(false, None, 1);
         for k in Kind::ALL {
             for dt in Dtype::ALL {
                 let sweep: Vec<&Case> = c.iter().filter(|c| c.ladder == sweep_ladder(k, dt)).collect();
-                // v02 at every length, v04 up to ROW_MAX_COLS (4 of the 6).
-                assert_eq!(sweep.len(), SWEEP_COLS.len() + 4);
-                for case in sweep {
+                // v02 at every length (8), v05 up to 512 (3), v04 up to ROW_MAX_COLS (6), v06
+                // from 8192 (4).
+                assert_eq!(sweep.len(), SWEEP_COLS.len() + 3 + 6 + 4);
+                for case in &sweep {
                     let (r, cols) = case.shape.split_once('x').unwrap();
                     let (r, cols): (usize, usize) = (r.parse().unwrap(), cols.parse().unwrap());
                     assert_eq!(r * cols, SWEEP_TOTAL);
-                    // Never the ladder's shape: a name and shape name one row (docs markers).
-                    assert_ne!(case.shape, "16384x4096");
-                    if case.variant == Variant::V04PackedRow.row_variant(k, dt) {
-                        assert!(cols <= ROW_MAX_COLS as usize);
+                    // Never another case's shape: a name and shape name one row (docs markers).
+                    let same = c
+                        .iter()
+                        .filter(|o| o.variant == case.variant && o.shape == case.shape)
+                        .count();
+                    assert_eq!(same, 1, "{} {}", case.variant, case.shape);
+                    for v in SWEEP_STEPS {
+                        if case.variant == v.row_variant(k, dt) {
+                            assert!(v.check_cols(k, dt, cols).is_ok(), "{} {cols}", case.variant);
+                        }
                     }
+                }
+                // Each new step draws a curve: at least three lengths.
+                for v in [Variant::V05RowsPerWarp, Variant::V06ClusterRow] {
+                    let n = sweep.iter().filter(|c| c.variant == v.row_variant(k, dt)).count();
+                    assert!(n >= 3, "{}: {n} points", v.stem());
                 }
             }
         }
+        // The sweep reaches both ends of the range, and v04's limit.
+        assert_eq!(SWEEP_COLS[0], 128);
+        assert_eq!(SWEEP_COLS[SWEEP_COLS.len() - 1], 262144);
+        assert!(SWEEP_COLS.contains(&(ROW_MAX_COLS as usize)));
+        assert!(SWEEP_COLS.contains(&(v05_rows_per_warp::MAX_COLS as usize)));
     }
 
     #[test]
     fn cases_cover_the_ladder() {
         let c = cases(true, None, 1);
-        assert_eq!(c.len(), 4 * LADDER.len());
+        // The ladder at 4096 without v05 and v06, 3 steps at short rows, 2 at long rows.
+        assert_eq!(c.len(), 4 * (LADDER.len() - 2 + 3 + 2));
         for k in Kind::ALL {
             for dt in Dtype::ALL {
                 for v in LADDER {
@@ -191,5 +249,21 @@ mod unit_tests {
             }
         }
         assert!(c.iter().all(|c| !c.kernels.is_empty() && c.torch.is_some()));
+        let v05 = c
+            .iter()
+            .find(|c| c.variant == "v05_rows_per_warp_layernorm_bf16")
+            .unwrap();
+        assert!(v05.shape.ends_with("x128"), "{}", v05.shape);
+        let v06 = c
+            .iter()
+            .find(|c| c.variant == "v06_cluster_row_rmsnorm_f32")
+            .unwrap();
+        assert!(v06.shape.ends_with("x32768"), "{}", v06.shape);
+        assert_eq!(v06.kernels[0].block_threads, 256);
+        assert_eq!(v06.kernels[0].shared_bytes, 144 + 4096 * 4);
+        // Full run: the short and long shapes hold half the ladder's elements.
+        let c = cases(false, None, 1);
+        assert!(c.iter().any(|c| c.shape == "262144x128"));
+        assert!(c.iter().any(|c| c.shape == "1024x32768"));
     }
 }

@@ -1,9 +1,14 @@
 //! norm: the kinds (LayerNorm, RMSNorm), the variants, their kernel entries (picked by
 //! variant, kind and dtype), the launch geometry (from the variant files' constants) and
-//! the safe wrapper.
+//! the safe wrappers, and `auto`, which picks a step by row length.
 
 use rooflab_kernels::norm::v03_fused_vectorized::{ROW_MAX_COLS, row_threads};
-use rooflab_kernels::norm::{v01_two_pass, v02_fused_block, v03_fused_vectorized, v04_packed_row};
+use rooflab_kernels::norm::{
+    v01_two_pass, v02_fused_block, v03_fused_vectorized, v04_packed_row, v05_rows_per_warp,
+    v06_cluster_row,
+};
+
+use std::sync::Mutex;
 
 use crate::bench::KernelUse;
 use crate::error::{Error, Result};
@@ -38,17 +43,23 @@ pub enum Variant {
     V02FusedBlock,
     V03FusedVectorized,
     V04PackedRow,
+    V05RowsPerWarp,
+    V06ClusterRow,
 }
 
-pub const LADDER: [Variant; 4] = [
+pub const LADDER: [Variant; 6] = [
     Variant::V01TwoPass,
     Variant::V02FusedBlock,
     Variant::V03FusedVectorized,
     Variant::V04PackedRow,
+    Variant::V05RowsPerWarp,
+    Variant::V06ClusterRow,
 ];
 
 /// A fused entry: `(x, w, bias, y, cols, eps)`.
 type Fused<T> = Kernel<(*const T, *const T, *const T, *mut T, u32, f32)>;
+/// A fused entry that also takes the row count: `(x, w, bias, y, rows, cols, eps)`.
+type FusedRows<T> = Kernel<(*const T, *const T, *const T, *mut T, u32, u32, f32)>;
 
 /// The entries of one kind and storage type `T` (`f32`, or `u16` for bf16).
 pub struct Entries<T: 'static> {
@@ -67,6 +78,10 @@ pub struct Entries<T: 'static> {
     pub v02: Fused<T>,
     pub v03: Fused<T>,
     pub v04: Fused<T>,
+    /// `(x, w, bias, y, rows, cols, eps)`: groups of lanes, the grid rounds the rows up.
+    pub v05: FusedRows<T>,
+    /// sm_90a only.
+    pub v06: Fused<T>,
 }
 
 impl<T> Entries<T> {
@@ -77,6 +92,8 @@ impl<T> Entries<T> {
             Variant::V02FusedBlock => vec![self.v02.id()],
             Variant::V03FusedVectorized => vec![self.v03.id()],
             Variant::V04PackedRow => vec![self.v04.id()],
+            Variant::V05RowsPerWarp => vec![self.v05.id()],
+            Variant::V06ClusterRow => vec![self.v06.id()],
         }
     }
 }
@@ -100,6 +117,8 @@ impl NormElem for f32 {
         v02: v02_fused_block::norm_v02_fused_block_layernorm_f32,
         v03: v03_fused_vectorized::norm_v03_fused_vectorized_layernorm_f32,
         v04: v04_packed_row::norm_v04_packed_row_layernorm_f32,
+        v05: v05_rows_per_warp::norm_v05_rows_per_warp_layernorm_f32,
+        v06: v06_cluster_row::norm_v06_cluster_row_layernorm_f32,
     };
     const RMSNORM: Entries<f32> = Entries {
         v01_stats: v01_two_pass::norm_v01_two_pass_stats_rmsnorm_f32,
@@ -107,6 +126,8 @@ impl NormElem for f32 {
         v02: v02_fused_block::norm_v02_fused_block_rmsnorm_f32,
         v03: v03_fused_vectorized::norm_v03_fused_vectorized_rmsnorm_f32,
         v04: v04_packed_row::norm_v04_packed_row_rmsnorm_f32,
+        v05: v05_rows_per_warp::norm_v05_rows_per_warp_rmsnorm_f32,
+        v06: v06_cluster_row::norm_v06_cluster_row_rmsnorm_f32,
     };
 }
 
@@ -117,6 +138,8 @@ impl NormElem for u16 {
         v02: v02_fused_block::norm_v02_fused_block_layernorm_bf16,
         v03: v03_fused_vectorized::norm_v03_fused_vectorized_layernorm_bf16,
         v04: v04_packed_row::norm_v04_packed_row_layernorm_bf16,
+        v05: v05_rows_per_warp::norm_v05_rows_per_warp_layernorm_bf16,
+        v06: v06_cluster_row::norm_v06_cluster_row_layernorm_bf16,
     };
     const RMSNORM: Entries<u16> = Entries {
         v01_stats: v01_two_pass::norm_v01_two_pass_stats_rmsnorm_bf16,
@@ -124,13 +147,60 @@ impl NormElem for u16 {
         v02: v02_fused_block::norm_v02_fused_block_rmsnorm_bf16,
         v03: v03_fused_vectorized::norm_v03_fused_vectorized_rmsnorm_bf16,
         v04: v04_packed_row::norm_v04_packed_row_rmsnorm_bf16,
+        v05: v05_rows_per_warp::norm_v05_rows_per_warp_rmsnorm_bf16,
+        v06: v06_cluster_row::norm_v06_cluster_row_rmsnorm_bf16,
     };
 }
 
 impl Variant {
-    /// Whether the variant holds its row on chip (rows of at most `ROW_MAX_COLS`).
-    pub fn holds_row(self) -> bool {
-        matches!(self, Variant::V03FusedVectorized | Variant::V04PackedRow)
+    /// The longest row the variant holds on chip (v03 and v04 in a block's registers, v05 in
+    /// a group of lanes', v06 in a cluster's shared memory); `None`: any length.
+    pub fn max_cols(self) -> Option<u32> {
+        match self {
+            Variant::V03FusedVectorized | Variant::V04PackedRow => Some(ROW_MAX_COLS),
+            Variant::V05RowsPerWarp => Some(v05_rows_per_warp::MAX_COLS),
+            Variant::V06ClusterRow => Some(v06_cluster_row::MAX_COLS),
+            Variant::V01TwoPass | Variant::V02FusedBlock => None,
+        }
+    }
+
+    /// Refuses rows longer than [`Variant::max_cols`], naming the limit, why, and what takes
+    /// such rows. Needs no GPU.
+    pub fn check_cols(self, k: Kind, dt: Dtype, cols: usize) -> Result<()> {
+        let Some(max) = self.max_cols() else {
+            return Ok(());
+        };
+        if cols <= max as usize {
+            return Ok(());
+        }
+        let why = match self {
+            Variant::V05RowsPerWarp => format!(
+                "are longer than {} holds ({max}: a warp's 32 lanes × {} f32 in registers); \
+                 use norm::auto, or {} for rows of up to {ROW_MAX_COLS}",
+                self.stem(),
+                v05_rows_per_warp::lane_cols(4),
+                Variant::V04PackedRow.stem()
+            ),
+            Variant::V06ClusterRow => format!(
+                "do not fit in a cluster's shared memory ({} holds at most {max}: {} blocks × \
+                 {}); use norm::auto or {} (any length)",
+                self.stem(),
+                v06_cluster_row::CLUSTER,
+                max / v06_cluster_row::CLUSTER,
+                Variant::V02FusedBlock.stem()
+            ),
+            _ => format!(
+                "do not fit on chip (this variant holds at most {max}); use norm::auto, {} for \
+                 rows of up to {} (sm_90a), or {} (any length)",
+                Variant::V06ClusterRow.stem(),
+                v06_cluster_row::MAX_COLS,
+                Variant::V02FusedBlock.stem()
+            ),
+        };
+        Err(Error::Shape {
+            op: self.name(k, dt),
+            what: format!("rows of {cols} elements {why}"),
+        })
     }
 
     /// The variant file's stem, e.g. `v02_fused_block`: where its kernels are defined.
@@ -158,8 +228,9 @@ impl Variant {
     }
 
     /// (threads a block, dynamic shared bytes) of every kernel of the variant for rows of
-    /// `cols` (v03's block follows the row).
-    pub fn block_shape(self, cols: u32) -> (u32, u32) {
+    /// `cols` in `dt`: v03's and v04's block follows the row, v05 runs `BLOCK_THREADS` a
+    /// block, v06's block follows its slice of the row, which it keeps in shared memory.
+    pub fn block_shape(self, dt: Dtype, cols: u32) -> (u32, u32) {
         match self {
             Variant::V01TwoPass => (v01_two_pass::BLOCK_THREADS, v01_two_pass::SHARED_BYTES),
             Variant::V02FusedBlock => (
@@ -168,12 +239,20 @@ impl Variant {
             ),
             Variant::V03FusedVectorized => (row_threads(cols), v03_fused_vectorized::SHARED_BYTES),
             Variant::V04PackedRow => (row_threads(cols), v04_packed_row::SHARED_BYTES),
+            Variant::V05RowsPerWarp => (v05_rows_per_warp::BLOCK_THREADS, 0),
+            Variant::V06ClusterRow => {
+                let e = dt.size() as u32;
+                (
+                    v06_cluster_row::block_threads(cols, e),
+                    v06_cluster_row::shared_bytes(cols, e),
+                )
+            }
         }
     }
 
     /// Every kernel one call launches for rows of `cols`, with its launch shape.
     pub fn kernel_uses(self, k: Kind, dt: Dtype, cols: usize) -> Vec<KernelUse> {
-        let (b, shared) = self.block_shape(cols as u32);
+        let (b, shared) = self.block_shape(dt, cols as u32);
         self.kernels(k, dt)
             .into_iter()
             .map(|id| KernelUse::new(id, b, shared))
@@ -190,8 +269,70 @@ pub struct NormArgs<'a> {
     pub eps: f32,
 }
 
+/// What `auto` runs for rows of `cols`: a group of lanes per row up to v05's `MAX_COLS`
+/// (512), the row in one block's registers (v04) up to `ROW_MAX_COLS` (16384), a cluster per
+/// row up to v06's `MAX_COLS` (393216) where the GPU has clusters (`clusters`: sm_90a, see
+/// [`clusters_available`]), and v02 (a block per row, any length) otherwise. The same in
+/// both kinds and dtypes.
+///
+/// Which step suits which lengths (the H200's sweep, `docs/07-normalization.md`): v04 holds
+/// the roof from 1024 to 8192 columns and falls off at 128 (a block per short row) and at
+/// 16384 (1024-thread blocks); v05 is for the short rows, v06 for the long ones.
+pub fn auto_choice(cols: usize, clusters: bool) -> Variant {
+    if cols <= v05_rows_per_warp::MAX_COLS as usize {
+        Variant::V05RowsPerWarp
+    } else if cols <= ROW_MAX_COLS as usize {
+        Variant::V04PackedRow
+    } else if clusters && cols <= v06_cluster_row::MAX_COLS as usize {
+        Variant::V06ClusterRow
+    } else {
+        Variant::V02FusedBlock
+    }
+}
+
+/// Whether `gpu` runs v06 (built only into the sm_90a PTX): `auto`'s question before it picks
+/// the cluster step. A kernel missing from every PTX is an error, not a "no". Kept per PTX
+/// arch: finding it searches the PTX text (milliseconds), which `auto` must not do per call.
+pub fn clusters_available(gpu: &Gpu) -> Result<bool> {
+    static KNOWN: Mutex<Vec<(&str, bool)>> = Mutex::new(Vec::new());
+    let arch = gpu.info.ptx_arch;
+    let known = |k: &Vec<(&str, bool)>| k.iter().find(|(a, _)| *a == arch).map(|&(_, b)| b);
+    if let Some(b) = known(&KNOWN.lock().unwrap_or_else(|e| e.into_inner())) {
+        return Ok(b);
+    }
+    let b = match gpu.available(f32::LAYERNORM.v06) {
+        Ok(()) => true,
+        Err(Error::Unavailable { .. }) => false,
+        Err(e) => return Err(e),
+    };
+    KNOWN
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push((arch, b));
+    Ok(b)
+}
+
+/// Normalization with the variant [`auto_choice`] picks for this row length on this GPU;
+/// returns it.
+pub fn auto(
+    gpu: &Gpu,
+    k: Kind,
+    rows: usize,
+    cols: usize,
+    a: &NormArgs<'_>,
+    y: &mut Buf,
+) -> Result<Variant> {
+    // Only rows past v04's limit depend on the GPU.
+    let clusters = cols > ROW_MAX_COLS as usize && clusters_available(gpu)?;
+    let v = auto_choice(cols, clusters);
+    norm(gpu, v, k, rows, cols, a, y, None)?;
+    Ok(v)
+}
+
 /// Normalize each row of `x` (rows x cols) into `y`. v01 needs `stats` (mean, rstd per row:
-/// `RowStats.max` holds the mean, `.sum` the rstd). v03 refuses rows longer than 16384.
+/// `RowStats.max` holds the mean, `.sum` the rstd). v03-v06 refuse rows longer than they
+/// hold ([`Variant::max_cols`]); v06 is unavailable on GPUs other than compute capability
+/// 9.0.
 #[allow(clippy::too_many_arguments)]
 pub fn norm(
     gpu: &Gpu,
@@ -218,15 +359,7 @@ pub fn norm(
             what: format!("eps = {} must be finite and >= 0", a.eps),
         });
     }
-    if v.holds_row() && cols > ROW_MAX_COLS as usize {
-        return Err(Error::Shape {
-            op,
-            what: format!(
-                "rows of {cols} elements do not fit on chip (this variant holds at most \
-                 {ROW_MAX_COLS}); use v02_fused_block"
-            ),
-        });
-    }
+    v.check_cols(k, dt, cols)?;
     if rows == 0 || cols == 0 {
         return Ok(());
     }
@@ -263,10 +396,13 @@ fn launch<T: NormElem>(
         Kind::RmsNorm => w,
     };
     let yv = y.view_mut::<T>(op)?;
-    let (b, shared) = v.block_shape(c);
+    let (b, shared) = v.block_shape(T::DTYPE, c);
     let cfg = LaunchConfig::one_block_per_row(rows, b, shared);
     // SAFETY (every launch): buffers checked by the caller to hold rows x cols / cols
-    // elements of T, statistics `rows` f32; one block per row.
+    // elements of T (and cols against the variant's limit), statistics `rows` f32; one block
+    // per row (v05: row_lanes(cols) lanes per row, the kernel skips rows past the last; v06:
+    // a cluster of CLUSTER blocks per row, with the block size and shared memory its
+    // geometry functions give for cols).
     unsafe {
         match v {
             Variant::V01TwoPass => {
@@ -285,6 +421,24 @@ fn launch<T: NormElem>(
             Variant::V02FusedBlock => gpu.launch(e.v02, cfg, (x, w, bias, yv, c, eps)),
             Variant::V03FusedVectorized => gpu.launch(e.v03, cfg, (x, w, bias, yv, c, eps)),
             Variant::V04PackedRow => gpu.launch(e.v04, cfg, (x, w, bias, yv, c, eps)),
+            Variant::V05RowsPerWarp => {
+                let lanes = v05_rows_per_warp::row_lanes(c, T::DTYPE.size() as u32) as u64;
+                let cfg = LaunchConfig::for_threads(op, rows as u64 * lanes, b)?;
+                gpu.launch(e.v05, cfg, (x, w, bias, yv, rows as u32, c, eps))
+            }
+            Variant::V06ClusterRow => {
+                gpu.available(e.v06)?;
+                let cfg = LaunchConfig::for_threads(
+                    op,
+                    rows as u64 * v06_cluster_row::CLUSTER as u64 * b as u64,
+                    b,
+                )?;
+                let cfg = LaunchConfig {
+                    shared_bytes: shared,
+                    ..cfg
+                };
+                gpu.launch(e.v06, cfg, (x, w, bias, yv, c, eps))
+            }
         }
     }
 }
@@ -293,6 +447,165 @@ fn launch<T: NormElem>(
 mod unit_tests {
     use super::*;
 
+    #[test]
+    fn auto_picks_by_row_length() {
+        for clusters in [true, false] {
+            assert_eq!(auto_choice(1, clusters), Variant::V05RowsPerWarp);
+            assert_eq!(auto_choice(128, clusters), Variant::V05RowsPerWarp);
+            assert_eq!(auto_choice(512, clusters), Variant::V05RowsPerWarp);
+            assert_eq!(auto_choice(513, clusters), Variant::V04PackedRow);
+            assert_eq!(auto_choice(4096, clusters), Variant::V04PackedRow);
+            assert_eq!(auto_choice(16384, clusters), Variant::V04PackedRow);
+            assert_eq!(auto_choice(393217, clusters), Variant::V02FusedBlock);
+        }
+        // Long rows: the cluster step on sm_90a, v02 (any length) elsewhere.
+        for cols in [16385, 32768, 262144, 262145, 393216] {
+            assert_eq!(auto_choice(cols, true), Variant::V06ClusterRow);
+            assert_eq!(auto_choice(cols, false), Variant::V02FusedBlock);
+        }
+        // Whatever auto picks takes the row, in every kind and dtype.
+        for cols in [1, 512, 513, 16384, 16385, 262145, 393216, 393217, 1 << 20] {
+            for clusters in [true, false] {
+                for k in Kind::ALL {
+                    for dt in Dtype::ALL {
+                        auto_choice(cols, clusters).check_cols(k, dt, cols).unwrap();
+                    }
+                }
+            }
+        }
+    }
+
+    /// v05: a group of `row_lanes(cols, ..)` lanes holds the row, `LANE_VECTORS` 16-byte
+    /// vectors a lane (scalar layout: `lane_cols` elements a lane, element k·G + q); groups
+    /// tile a warp; each element of the row is in exactly one slot; a group never has a half
+    /// that would do; the longest row fits a warp in both dtypes.
+    #[test]
+    fn rows_per_warp_layout_covers_each_element_once() {
+        use v05_rows_per_warp::{BLOCK_THREADS, LANE_VECTORS, MAX_COLS, lane_cols, row_lanes};
+        assert!(BLOCK_THREADS.is_multiple_of(32));
+        let lengths = [1u32, 2, 7, 8, 15, 16, 17, 31, 32, 33, 64, 127, 128, 129, 200, 256];
+        for cols in lengths.into_iter().chain([257, 384, 500, MAX_COLS - 1, MAX_COLS]) {
+            for e in [4u32, 2] {
+                let g = row_lanes(cols, e);
+                let lc = lane_cols(e);
+                assert!(g.is_power_of_two() && g <= 32, "cols={cols} e={e}: {g} lanes");
+                assert!(g * lc >= cols, "cols={cols} e={e}: {g} lanes too few");
+                assert!(g == 1 || (g / 2) * lc < cols, "cols={cols}: {g} lanes, half do");
+                let per16 = 16 / e;
+                // The vector layout (when cols is a multiple of the vector) and the scalar one.
+                for vec in [true, false] {
+                    if vec && !cols.is_multiple_of(per16) {
+                        continue;
+                    }
+                    let mut seen = vec![0u8; cols as usize];
+                    for q in 0..g {
+                        if vec {
+                            for c in 0..LANE_VECTORS {
+                                let start = (c * g + q) * per16;
+                                for k in 0..per16 {
+                                    if start < cols {
+                                        seen[(start + k) as usize] += 1;
+                                    }
+                                }
+                            }
+                        } else {
+                            for k in 0..lc {
+                                if k * g + q < cols {
+                                    seen[(k * g + q) as usize] += 1;
+                                }
+                            }
+                        }
+                    }
+                    assert!(seen.iter().all(|&s| s == 1), "cols={cols} e={e} vec={vec}");
+                }
+            }
+        }
+        // The short rows of the issue: 128 f32 → 8 lanes (4 rows a warp), 128 bf16 → 4 lanes
+        // (8 rows a warp); 64 bytes a lane in both.
+        assert_eq!((row_lanes(128, 4), row_lanes(128, 2)), (8, 4));
+        assert_eq!((lane_cols(4) * 4, lane_cols(2) * 2), (64, 64));
+        assert_eq!((row_lanes(MAX_COLS, 4), row_lanes(MAX_COLS, 2)), (32, 16));
+        assert!(row_lanes(MAX_COLS + 1, 4) > 32, "past the max a warp is not enough");
+        let v = Variant::V05RowsPerWarp;
+        assert_eq!(v.block_shape(Dtype::Bf16, 128), (BLOCK_THREADS, 0));
+        v.check_cols(Kind::LayerNorm, Dtype::F32, MAX_COLS as usize).unwrap();
+        let e = v
+            .check_cols(Kind::RmsNorm, Dtype::Bf16, MAX_COLS as usize + 1)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&v.name(Kind::RmsNorm, Dtype::Bf16))
+                && e.contains(&format!("rows of {}", MAX_COLS + 1))
+                && e.contains(&MAX_COLS.to_string())
+                && e.contains("auto")
+                && e.contains(Variant::V04PackedRow.stem()),
+            "{e}"
+        );
+    }
+
+    /// v06: the 8 blocks' slices cover each element of a row once, every slice starts on a
+    /// 16-byte vector, the block and its shared memory fit the GPU at every length up to the
+    /// max (227 KiB is sm_90's most a block), and longer rows are refused.
+    #[test]
+    fn cluster_slices_cover_each_element_once() {
+        use v06_cluster_row::{CLUSTER, MAX_COLS, MAX_THREADS, block_threads, shared_bytes, slice};
+        const { assert!(CLUSTER <= 8, "portable cluster size") };
+        const { assert!(MAX_COLS > 262144, "the issue's longest rows, and 262145") };
+        let lengths = [1u32, 2, 7, 8, 31, 127, 128, 129, 4097, 16385, 32768, 65537, 262145];
+        for cols in lengths.into_iter().chain([MAX_COLS - 1, MAX_COLS]) {
+            for dt in Dtype::ALL {
+                let e = dt.size() as u32;
+                let per16 = 16 / e;
+                let mut seen = vec![0u8; cols as usize];
+                let mut next = 0;
+                for rank in 0..CLUSTER {
+                    let (start, len) = slice(rank, cols, e);
+                    assert!(start.is_multiple_of(per16), "cols={cols} rank={rank}");
+                    if len > 0 {
+                        assert_eq!(start, next, "slices in order, no gaps");
+                        next = start + len;
+                    }
+                    for j in start..start + len {
+                        seen[j as usize] += 1;
+                    }
+                }
+                assert!(seen.iter().all(|&s| s == 1), "cols={cols} {dt:?}");
+                let b = block_threads(cols, e);
+                assert!(b.is_multiple_of(32) && (32..=MAX_THREADS).contains(&b), "{cols}");
+                let (bs, shared) = Variant::V06ClusterRow.block_shape(dt, cols);
+                assert_eq!((bs, shared), (b, shared_bytes(cols, e)));
+                assert!(shared <= 227 * 1024, "cols={cols} {dt:?}: {shared} bytes");
+                let (_, len0) = slice(0, cols, e);
+                assert!(shared >= len0 * e, "the slice fits");
+            }
+        }
+        // The bench's long rows: 32768 f32 → 256 threads of 4 vectors, 16 KiB of slice;
+        // 262144 f32 → 1024 threads, 128 KiB; the max in f32 → 1024 threads, 192 KiB.
+        assert_eq!(block_threads(32768, 4), 256);
+        assert_eq!(shared_bytes(32768, 4), 144 + 4096 * 4);
+        assert_eq!(block_threads(262144, 4), 1024);
+        assert_eq!(shared_bytes(MAX_COLS, 4), 144 + 192 * 1024);
+        let v = Variant::V06ClusterRow;
+        v.check_cols(Kind::LayerNorm, Dtype::Bf16, MAX_COLS as usize).unwrap();
+        let e = v
+            .check_cols(Kind::LayerNorm, Dtype::F32, MAX_COLS as usize + 1)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&v.name(Kind::LayerNorm, Dtype::F32))
+                && e.contains(&format!("rows of {}", MAX_COLS + 1))
+                && e.contains(&MAX_COLS.to_string())
+                && e.contains("auto")
+                && e.contains(Variant::V02FusedBlock.stem()),
+            "{e}"
+        );
+        // v04's refusal names the way out for long rows too.
+        let e = Variant::V04PackedRow
+            .check_cols(Kind::RmsNorm, Dtype::F32, 20000)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("20000") && e.contains("16384") && e.contains(v.stem()), "{e}");
+    }
 
     #[test]
     fn names_follow_the_stem() {
@@ -303,6 +616,15 @@ mod unit_tests {
                         v.row_variant(k, dt),
                         format!("{}_{}_{}", v.stem(), k.name(), dt.name())
                     );
+                    // In the sm_80 PTX, or (the cluster step) first in the sm_90a one.
+                    let want = if v == Variant::V06ClusterRow {
+                        "sm_90a"
+                    } else {
+                        "sm_80"
+                    };
+                    for id in v.kernels(k, dt) {
+                        assert_eq!(crate::ptx::first_arch_with(id.name()), Some(want), "{id}");
+                    }
                 }
             }
         }

@@ -1,7 +1,12 @@
 //! Family `norm` on the host: LayerNorm and RMSNorm over the last dimension of rows x cols,
-//! f32 or bf16, weight (and bias for LayerNorm) per column, eps a parameter.
+//! f32 or bf16, weight (and bias for LayerNorm) per column, eps a parameter. Six variants
+//! and [`auto`], which picks one by row length and GPU: v05 (a group of lanes per row) up to
+//! 512 elements, v04 (a block's registers) up to 16384, v06 (a cluster of 8 blocks, sm_90a
+//! only) up to 393216, v02 (a block per row, any length) beyond or without clusters. v03-v06
+//! refuse rows longer than they hold, saying what takes them.
 //!
-//! Variance is two-pass around the mean in every variant (see `kernels-gpu/src/norm/mod.rs`);
+//! Variance is two-pass around the mean in every variant (see `kernels-gpu/src/norm/mod.rs`;
+//! v06: two-pass within each block of the cluster, the blocks merged by Chan's formula);
 //! the tests include inputs of 1000 + U(-1, 1), where `E[x^2] - E[x]^2` in f32 would lose
 //! every digit. Tolerances: f32 rel 1e-5 + a term for the row sums (chain of cols/32 terms,
 //! 2^-24 each) and abs 1e-5 (outputs are O(1)); for the large-mean inputs the f32 mean itself
@@ -20,7 +25,7 @@ pub mod launch;
 pub mod reference;
 pub mod tests;
 
-pub use launch::{Kind, LADDER, NormArgs, Variant, norm};
+pub use launch::{Kind, LADDER, NormArgs, Variant, auto, auto_choice, clusters_available, norm};
 
 /// The family's entry in the registry (`ops::FAMILIES`).
 pub const FAMILY: super::Family = super::Family {

@@ -1,9 +1,12 @@
-//! norm: the GPU correctness tests (every variant, kind and dtype against the CPU reference,
-//! with ordinary and large-mean inputs, and bad input), and the check the bench reuses.
+//! norm: the GPU correctness tests (every variant and `auto`, kind and dtype against the CPU
+//! reference, with ordinary and large-mean inputs, and bad input), and the check the bench
+//! reuses.
 
-use rooflab_kernels::norm::v03_fused_vectorized::ROW_MAX_COLS;
+use rooflab_kernels::norm::{v05_rows_per_warp, v06_cluster_row};
 
-use super::launch::{Kind, LADDER, NormArgs, Variant, norm};
+use super::launch::{
+    Kind, LADDER, NormArgs, Variant, auto, auto_choice, clusters_available, norm,
+};
 use super::reference::norm_ref;
 use crate::check::{compare_f32, random_f32, rng};
 use crate::error::{Error, Result};
@@ -77,6 +80,21 @@ pub fn check(
     large_mean: bool,
     seed: u64,
 ) -> Result<()> {
+    check_with(gpu, Some(v), k, dt, rows, cols, large_mean, seed).map(|_| ())
+}
+
+/// [`check`] of variant `v`, or of `auto` when `v` is `None`; returns the variant that ran.
+#[allow(clippy::too_many_arguments)]
+pub fn check_with(
+    gpu: &Gpu,
+    v: Option<Variant>,
+    k: Kind,
+    dt: Dtype,
+    rows: usize,
+    cols: usize,
+    large_mean: bool,
+    seed: u64,
+) -> Result<Variant> {
     let (x, w, b) = inputs(dt, rows, cols, large_mean, seed);
     let (dx, dw, db) = (
         Buf::upload(gpu, dt, &x)?,
@@ -85,23 +103,31 @@ pub fn check(
     );
     let mut y = Buf::alloc(gpu, dt, rows * cols)?;
     y.poison(gpu)?;
-    let mut st = RowStats::alloc(gpu, rows)?;
     let a = NormArgs {
         x: &dx,
         weight: &dw,
         bias: &db,
         eps: EPS,
     };
-    norm(gpu, v, k, rows, cols, &a, &mut y, Some(&mut st))?;
+    let ran = match v {
+        Some(v) => {
+            let mut st = RowStats::alloc(gpu, rows)?;
+            norm(gpu, v, k, rows, cols, &a, &mut y, Some(&mut st))?;
+            v
+        }
+        None => auto(gpu, k, rows, cols, &a, &mut y)?,
+    };
     gpu.sync()?;
     let got = y.to_f32()?;
     let want = norm_ref(k, rows, cols, &x, &w, &b, EPS);
     let (rel, abs) = tolerance(dt, cols, large_mean);
     let what = format!(
-        "{} {rows}x{cols} large_mean={large_mean} seed={seed}",
-        v.name(k, dt)
+        "{}{} {rows}x{cols} large_mean={large_mean} seed={seed}",
+        if v.is_none() { "auto->" } else { "" },
+        ran.name(k, dt)
     );
-    compare_f32(&what, &got, &want, rel, abs).map_err(Error::Mismatch)
+    compare_f32(&what, &got, &want, rel, abs).map_err(Error::Mismatch)?;
+    Ok(ran)
 }
 
 /// Hidden sizes 1, 7, 768, 1000, 1001 (odd: scalar path), 4096, 8192, 16384, and 20000 (past
@@ -118,29 +144,102 @@ pub const TEST_SHAPES: [(usize, usize); 9] = [
     (2, 20000),
 ];
 
-/// The family's GPU tests: every variant against the CPU reference, and bad input.
+/// v05's own lengths (beside `TEST_SHAPES`' 1, 7, and the odd and prime row counts): short
+/// and odd (31, 127, 129: the scalar layout), the vector lengths around 128 and 256 (a
+/// group of 8 or 4 lanes, rows of different groups in one warp), and its longest row,
+/// `MAX_COLS` (a whole warp in f32, 16 lanes in bf16); row counts 1, odd and prime, so that
+/// the last block and the last warp are partly empty.
+pub const WARP_ROW_SHAPES: [(usize, usize); 8] = [
+    (1, 31),
+    (13, 31),
+    (1, 127),
+    (31, 128),
+    (17, 129),
+    (37, 256),
+    (7, 384),
+    (17, v05_rows_per_warp::MAX_COLS as usize),
+];
+
+/// v06's own lengths (beside `TEST_SHAPES`): just past v04's limit and odd (scalar layout,
+/// a short last slice), 32768 (the bench's), an odd 65537, 262144 and 262145 (the issue's
+/// longest, and one past it: scalar layout, uneven slices), and its longest row, few rows
+/// each.
+pub const CLUSTER_SHAPES: [(usize, usize); 7] = [
+    (17, 16385),
+    (3, 32768),
+    (1, 65537),
+    (2, 262144),
+    (3, 262145),
+    (1, v06_cluster_row::MAX_COLS as usize),
+    (2, v06_cluster_row::MAX_COLS as usize),
+];
+
+/// The shapes `v` is checked at: `TEST_SHAPES` up to its longest row, plus its own (v06,
+/// which takes every length up to its max, at `auto`'s shapes: the short ones included).
+pub fn shapes_of(v: Variant) -> Vec<(usize, usize)> {
+    let all = match v {
+        Variant::V05RowsPerWarp => [&TEST_SHAPES[..], &WARP_ROW_SHAPES].concat(),
+        Variant::V06ClusterRow => auto_shapes(),
+        _ => TEST_SHAPES.to_vec(),
+    };
+    let max = v.max_cols().map_or(usize::MAX, |m| m as usize);
+    all.into_iter().filter(|&(_, cols)| cols <= max).collect()
+}
+
+/// The shapes `auto` is checked at: every variant's, and v05's limit plus one (v04's first).
+pub fn auto_shapes() -> Vec<(usize, usize)> {
+    let mut s: Vec<(usize, usize)> = TEST_SHAPES.to_vec();
+    s.extend(WARP_ROW_SHAPES);
+    s.push((3, v05_rows_per_warp::MAX_COLS as usize + 1));
+    s.extend(CLUSTER_SHAPES);
+    s
+}
+
+/// The family's GPU tests: every variant and `auto` against the CPU reference, and bad
+/// input. v06's tests require its (sm_90a) kernels: elsewhere they are reported skipped.
 pub fn tests(seed: u64) -> Vec<GpuTest> {
     let mut t = Vec::new();
     for k in Kind::ALL {
         for dt in Dtype::ALL {
             for v in LADDER {
-                t.push(GpuTest::new(
-                    format!("{}_matches_cpu", v.name(k, dt)),
-                    move |gpu| {
-                        for (i, &(rows, cols)) in
-                            crate::testing::matrices(&TEST_SHAPES).iter().enumerate()
-                        {
-                            if v.holds_row() && cols > ROW_MAX_COLS as usize {
-                                continue;
-                            }
-                            for large_mean in [false, true] {
-                                check(gpu, v, k, dt, rows, cols, large_mean, seed + i as u64)?;
-                            }
+                let test = GpuTest::new(format!("{}_matches_cpu", v.name(k, dt)), move |gpu| {
+                    for (i, &(rows, cols)) in
+                        crate::testing::matrices(&shapes_of(v)).iter().enumerate()
+                    {
+                        for large_mean in [false, true] {
+                            check(gpu, v, k, dt, rows, cols, large_mean, seed + i as u64)?;
                         }
-                        Ok(())
-                    },
-                ));
+                    }
+                    Ok(())
+                });
+                t.push(
+                    v.kernels(k, dt)
+                        .into_iter()
+                        .fold(test, |test, id| test.requiring(id)),
+                );
             }
+            t.push(GpuTest::new(
+                format!("norm_auto_{}_{}_matches_cpu", k.name(), dt.name()),
+                move |gpu| {
+                    let clusters = clusters_available(gpu)?;
+                    for (i, &(rows, cols)) in
+                        crate::testing::matrices(&auto_shapes()).iter().enumerate()
+                    {
+                        let large_mean = i % 2 == 1;
+                        let ran =
+                            check_with(gpu, None, k, dt, rows, cols, large_mean, seed + i as u64)?;
+                        let want = auto_choice(cols, clusters);
+                        if ran != want {
+                            return Err(Error::Mismatch(format!(
+                                "auto ran {} for {rows}x{cols}, auto_choice says {}",
+                                ran.name(k, dt),
+                                want.name(k, dt)
+                            )));
+                        }
+                    }
+                    Ok(())
+                },
+            ));
         }
     }
     t.push(GpuTest::new(
@@ -210,28 +309,62 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
                     Some(&mut st),
                 )?;
             }
-            let long = Buf::alloc(gpu, Dtype::F32, 20000)?;
-            let wl = Buf::alloc(gpu, Dtype::F32, 20000)?;
-            let mut yl = Buf::alloc(gpu, Dtype::F32, 20000)?;
-            let a = NormArgs {
-                x: &long,
-                weight: &wl,
-                bias: &wl,
-                eps: EPS,
-            };
-            expect_error(
-                norm(
-                    gpu,
-                    Variant::V03FusedVectorized,
-                    Kind::LayerNorm,
-                    1,
-                    20000,
-                    &a,
-                    &mut yl,
-                    None,
+            // Rows past each on-chip step's limit, refused with the limit and the way out
+            // (before availability: the same message on every GPU).
+            let (v04, v05, v06) = (
+                Variant::V04PackedRow,
+                Variant::V05RowsPerWarp,
+                Variant::V06ClusterRow,
+            );
+            let v06_max = v06_cluster_row::MAX_COLS as usize;
+            let too_long = [
+                (Variant::V03FusedVectorized, 20000, vec!["20000", "16384", "auto"]),
+                (v04, 20000, vec!["20000", "16384", "auto", v06.stem()]),
+                (v05, 513, vec!["513", "512", "auto", v04.stem()]),
+                (
+                    v06,
+                    v06_max + 1,
+                    vec![
+                        "393217",
+                        "393216",
+                        "auto",
+                        Variant::V02FusedBlock.stem(),
+                    ],
                 ),
-                &["20000", "16384"],
-            )
+            ];
+            for (v, cols, needles) in too_long {
+                for dt in Dtype::ALL {
+                    let long = Buf::alloc(gpu, dt, cols)?;
+                    let wl = Buf::alloc(gpu, dt, cols)?;
+                    let mut yl = Buf::alloc(gpu, dt, cols)?;
+                    let a = NormArgs {
+                        x: &long,
+                        weight: &wl,
+                        bias: &wl,
+                        eps: EPS,
+                    };
+                    expect_error(
+                        norm(gpu, v, Kind::LayerNorm, 1, cols, &a, &mut yl, None),
+                        &needles,
+                    )?;
+                }
+            }
+            // Off Hopper, v06 is unavailable (and `auto` does not pick it).
+            if !clusters_available(gpu)? {
+                let x = Buf::upload(gpu, Dtype::F32, &vec![1.0; 32768])?;
+                let mut y = Buf::alloc(gpu, Dtype::F32, 32768)?;
+                let a = NormArgs {
+                    x: &x,
+                    weight: &x,
+                    bias: &x,
+                    eps: EPS,
+                };
+                expect_error(
+                    norm(gpu, v06, Kind::RmsNorm, 1, 32768, &a, &mut y, None),
+                    &["unavailable", "sm_90a"],
+                )?;
+            }
+            Ok(())
         },
     ));
     t
@@ -240,6 +373,34 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
 #[cfg(test)]
 mod unit_tests {
     use super::*;
+
+    /// The lengths the GPU tests reach per step: v05 from 1 to its max (refused past it), v06
+    /// from 1 to its max, 262145 included (refused past it), `auto` at all of them and at
+    /// v05's max + 1; row counts of 1, odd and prime.
+    #[test]
+    fn every_step_is_checked_at_its_edges() {
+        let cols = |v: &[(usize, usize)]| v.iter().map(|s| s.1).collect::<Vec<_>>();
+        let v05_max = v05_rows_per_warp::MAX_COLS as usize;
+        let v05 = cols(&shapes_of(Variant::V05RowsPerWarp));
+        for c in [1, 7, 31, 127, 128, 129, 256, v05_max] {
+            assert!(v05.contains(&c), "v05 at {c}");
+        }
+        assert!(v05.iter().all(|&c| c <= v05_max));
+        let v06 = cols(&shapes_of(Variant::V06ClusterRow));
+        let max = v06_cluster_row::MAX_COLS as usize;
+        let short = [1, 31, 127, 128, 129, 512, 513, 1001, 4096, 16384];
+        for c in short.into_iter().chain([16385, 20000, 65537, 262144, 262145, max]) {
+            assert!(v06.contains(&c), "v06 at {c}");
+        }
+        let auto = cols(&auto_shapes());
+        assert!(auto.contains(&(v05_max + 1)) && auto.contains(&max));
+        let rows: Vec<usize> = auto_shapes().iter().map(|s| s.0).collect();
+        assert!([1, 3, 13, 17, 31, 37].iter().all(|r| rows.contains(r)));
+        // v03 and v04 keep to their limit.
+        for v in [Variant::V03FusedVectorized, Variant::V04PackedRow] {
+            assert!(cols(&shapes_of(v)).iter().all(|&c| c <= 16384));
+        }
+    }
 
     /// The planted bug the old bf16 large-mean inputs let through: rows that rounded to a
     /// constant, where "return the bias" is the right LayerNorm answer. Now the rows vary,

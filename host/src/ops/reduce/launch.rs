@@ -491,7 +491,7 @@ mod unit_tests {
             for u in v.kernel_uses() {
                 let name = u.kernel.name();
                 assert!(name.starts_with(&prefix), "{name}");
-                assert!(crate::ptx::BUILT[0].1.contains(&format!(".entry {name}(")));
+                assert!(crate::ptx::built()[0].1.contains(&format!(".entry {name}(")));
             }
         }
     }

@@ -314,7 +314,7 @@ mod unit_tests {
                 name.starts_with(&format!("{}_v", super::super::FAMILY.name)),
                 "{name}"
             );
-            assert!(crate::ptx::BUILT[0].1.contains(&format!(".entry {name}(")));
+            assert!(crate::ptx::built()[0].1.contains(&format!(".entry {name}(")));
         }
     }
 }

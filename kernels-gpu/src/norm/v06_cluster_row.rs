@@ -1,0 +1,339 @@
+//! norm/v06_cluster_row — long rows (sm_90a): a cluster of blocks holds one row on chip.
+//!
+//! Changed from v04: v04 holds a row in one block's registers, so rows past `ROW_MAX_COLS` =
+//! 16384 go to v02, which reads them three times with one scalar load in flight a thread and
+//! one block a row (5.4% of the roof at 256×262144: 256 blocks on 132 SMs). Here a
+//! thread-block cluster of `CLUSTER` = 8 blocks (`.reqnctapercluster 8`, the portable size)
+//! shares one row, as softmax v07 does: block `rank` owns the slice `slice(rank, cols, ..)`
+//! and copies it into its shared memory once, with 16-byte `cp.async`s all in flight
+//! together in `GROUPS` commit groups, folding each group as it lands.
+//!
+//! Statistics: each block computes its slice's (mean, M2) exactly two-pass from shared
+//! memory (LayerNorm: the sum folded as the copies land, a block reduction for the mean,
+//! then the squared deviations around it; RMSNorm: the sum of squares folded as they land,
+//! mean 0). Thread 0 puts the pair in shared memory; after a cluster barrier
+//! (`barrier.cluster.arrive.release` / `wait.acquire`) lanes 0..7 of every warp read block
+//! l's pair through distributed shared memory (`mapa` + `ld.shared::cluster`), each with its
+//! slice length n_l (a function of l, not sent), and the warp merges them by Chan's parallel
+//! formula: mean = Σ n_l·mean_l / n, M2 = Σ (M2_l + n_l·(mean_l − mean)²). Why not one
+//! exchange of Σx and Σx² in f32: for rows like 1000 + U(-1, 1) Σx²/n − mean² cancels
+//! every digit of the variance (the family's rule: never E[x²] − E[x]²); why not two
+//! exchanges (the cluster's mean, then its squared deviations): a second cluster barrier
+//! round trip for what Chan's merge gives exactly from one. Each block's M2 is around its own
+//! mean, and the merge's correction terms are small differences of close means, so nothing
+//! large cancels. All in f32. Each block then normalizes its slice from shared memory into y,
+//! weight and bias read as 16-byte vectors from global (L2). A second cluster barrier,
+//! arrived at right after the reads and waited on at the very end, keeps every block alive
+//! until the others have read its pair. Rows of up to `MAX_COLS` = 393216 in f32 and bf16
+//! (192 KiB of shared memory a block in f32, under the 227 KiB a block may have); the host
+//! refuses longer rows (v02 takes any length) and reports the step unavailable on GPUs other
+//! than compute capability 9.0.
+//!
+//! Thread mapping: the cluster `blockIdx.x / 8` owns that row; block `rank` its slice; the
+//! slice's 16-byte vectors (elements, when the rows are not 16-byte aligned) go round-robin
+//! over the block's `block_threads(cols, ..)` threads (at least `MIN_VECTORS` vectors each,
+//! up to 1024 threads), and each thread reads back from shared memory only what it copied
+//! itself, so the copies need no block barrier.
+//!
+//! Memory traffic: the minimum, 1 read + 1 write (+ weight and bias, L2-resident); the slice
+//! crosses shared memory once in and up to three times out (sum, deviations, normalize).
+//!
+//! Expected bound: DRAM; with one 128 KiB block an SM (262144 f32) the reductions and the
+//! cluster barrier are hidden only behind other clusters' loads.
+
+/// Blocks per cluster: one row per cluster, split 8 ways (8 is the portable maximum).
+pub const CLUSTER: u32 = 8;
+/// Longest row: 8 blocks of 49152 f32 (192 KiB of shared memory each, 96 KiB in bf16).
+pub const MAX_COLS: u32 = 393216;
+/// Most threads a block.
+pub const MAX_THREADS: u32 = 1024;
+/// 16-byte vectors a thread copies at least (while the block is below `MAX_THREADS`): 64
+/// bytes in flight per thread.
+pub const MIN_VECTORS: u32 = 4;
+/// Commit groups a thread splits its copies into, folding one while the next ones land.
+pub const GROUPS: u32 = 4;
+/// Dynamic shared memory before the slice: 32 f32 for the block reductions, then the
+/// block's (mean, M2) for its peers, padded to 16 bytes.
+pub const HEADER_BYTES: u32 = 32 * 4 + 16;
+/// Byte offset of the block's (mean, M2) pair in dynamic shared memory.
+pub const PARTIAL_OFFSET: u32 = 32 * 4;
+
+/// Elements a block of the cluster owns for rows of `cols` (`elem_bytes` 4 or 2): a share of
+/// the row rounded up to whole 16-byte vectors, so every slice starts 16-byte aligned.
+pub const fn slice_cols(cols: u32, elem_bytes: u32) -> u32 {
+    let per16 = 16 / elem_bytes;
+    cols.div_ceil(CLUSTER).div_ceil(per16) * per16
+}
+
+/// `(start, len)` of the slice of a row of `cols` that block `rank` owns (the last slices may
+/// be short or empty).
+pub const fn slice(rank: u32, cols: u32, elem_bytes: u32) -> (u32, u32) {
+    let s = slice_cols(cols, elem_bytes);
+    let start = rank * s;
+    let len = if start >= cols {
+        0
+    } else if cols - start < s {
+        cols - start
+    } else {
+        s
+    };
+    (start, len)
+}
+
+/// Threads a block for rows of `cols`: `MIN_VECTORS` vectors of the slice each, whole warps,
+/// 32 to `MAX_THREADS`.
+pub const fn block_threads(cols: u32, elem_bytes: u32) -> u32 {
+    let vectors = slice_cols(cols, elem_bytes) / (16 / elem_bytes);
+    let t = vectors.div_ceil(MIN_VECTORS).div_ceil(32) * 32;
+    if t < 32 {
+        32
+    } else if t > MAX_THREADS {
+        MAX_THREADS
+    } else {
+        t
+    }
+}
+
+/// Dynamic shared memory a block for rows of `cols`: the header and the slice, as stored.
+pub const fn shared_bytes(cols: u32, elem_bytes: u32) -> u32 {
+    HEADER_BYTES + slice_cols(cols, elem_bytes) * elem_bytes
+}
+
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
+mod dev {
+    use super::{CLUSTER, GROUPS, HEADER_BYTES, PARTIAL_OFFSET, slice};
+    use crate::gpu::async_copy::{self, shared_addr};
+    use crate::gpu::bf16::{Storage, aligned16, load16_nc};
+    use crate::gpu::vector::F32x4;
+    use crate::gpu::{block, hopper, shared, smem, thread, warp};
+    use crate::norm::rsqrt;
+
+    const _: () = assert!(GROUPS == 4, "the waits below are written for 4 groups");
+
+    /// A unit (one 16-byte vector, or one element in the scalar layout) of the slice in
+    /// shared memory, widened into `u[..n]`.
+    #[inline(always)]
+    unsafe fn read_unit<T: Storage, const VEC: bool>(data: *const T, j: u32, u: &mut [f32; 8]) {
+        // SAFETY: j is a unit of the slice, inside the block's dynamic shared memory.
+        unsafe {
+            if VEC {
+                T::unpack16(smem::load_u32x4(shared_addr(data) + 16 * j), u);
+            } else {
+                u[0] = T::load(data.add(j as usize));
+            }
+        }
+    }
+
+    /// The same unit of weight or bias (global, `col` its first column), widened.
+    #[inline(always)]
+    unsafe fn param_unit<T: Storage, const VEC: bool>(p: *const T, col: u32, u: &mut [f32; 8]) {
+        // SAFETY: col (and the vector from it) lies inside the cols elements of p; with VEC
+        // it is a multiple of PER16 and p is 16-byte aligned.
+        unsafe {
+            if VEC {
+                T::unpack16(load16_nc(p.add(col as usize).cast()), u);
+            } else {
+                u[0] = T::load(p.add(col as usize));
+            }
+        }
+    }
+
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn body<T: Storage, const LAYER: bool, const VEC: bool>(
+        x: *const T,
+        w: *const T,
+        bias: *const T,
+        y: *mut T,
+        cols: u32,
+        eps: f32,
+    ) {
+        let n = if VEC { T::PER16 } else { 1 };
+        let eb = 16 / T::PER16 as u32;
+        let rank = hopper::cluster_ctarank();
+        let (start, len) = slice(rank, cols, eb);
+        let units = len / n as u32;
+        let (t, b) = (thread::thread_idx_x(), thread::block_dim_x());
+        let off = (thread::block_idx_x() / CLUSTER) as usize * cols as usize + start as usize;
+        let base = shared::dynamic_shared_mem::<F32x4>() as *mut u8;
+        // SAFETY: (whole body) the host launches rows · CLUSTER blocks of `b` threads with
+        // `shared_bytes(cols, ..)` bytes, so the header and the slice fit; every unit j <
+        // units lies inside this block's slice of its row (x and y hold rows · cols, w and
+        // bias cols); with VEC the rows are 16-byte aligned and slices start on a vector.
+        unsafe {
+            let scratch = base as *mut f32;
+            let partial = base.add(PARTIAL_OFFSET as usize) as *mut f32;
+            let data = base.add(HEADER_BYTES as usize) as *mut T;
+            let (xs, ys) = (x.add(off), y.add(off));
+            // Thread t's units are j = i·b + t; the i's split into GROUPS runs.
+            let per_group = units.div_ceil(b).div_ceil(GROUPS);
+            for g in 0..GROUPS {
+                let mut i = g * per_group;
+                while i < (g + 1) * per_group && i * b + t < units {
+                    let j = i * b + t;
+                    if VEC {
+                        let src = xs.add(j as usize * n).cast::<f32>();
+                        async_copy::copy_16_zfill(shared_addr(data) + 16 * j, src, 16);
+                    } else {
+                        // Unaligned rows: a plain element copy (cp.async has no 2-byte form).
+                        data.add(j as usize).write(xs.add(j as usize).read());
+                    }
+                    i += 1;
+                }
+                async_copy::commit_group();
+            }
+            // Fold each group as it lands (LayerNorm: the sum; RMSNorm: the sum of squares):
+            // this thread reads only what it copied, so its own wait is enough.
+            let mut acc = 0.0f32;
+            let mut fold = |g: u32| {
+                let mut i = g * per_group;
+                while i < (g + 1) * per_group && i * b + t < units {
+                    let mut u = [0.0f32; 8];
+                    read_unit::<T, VEC>(data, i * b + t, &mut u);
+                    for k in 0..n {
+                        acc += if LAYER { u[k] } else { u[k] * u[k] };
+                    }
+                    i += 1;
+                }
+            };
+            async_copy::wait_group::<3>();
+            fold(0);
+            async_copy::wait_group::<2>();
+            fold(1);
+            async_copy::wait_group::<1>();
+            fold(2);
+            async_copy::wait_group::<0>();
+            fold(3);
+
+            // The block's (mean, M2), exactly two-pass around the block's own mean. An empty
+            // slice (short rows: the last ranks) gives (0, 0) and weighs n_l = 0 below.
+            let nb = len as f32;
+            let (mean_b, m2_b) = if LAYER {
+                let s = block::sum_f32(acc, scratch);
+                let mb = if len > 0 { s / nb } else { 0.0 };
+                let mut sq = 0.0f32;
+                let mut i = 0;
+                while i * b + t < units {
+                    let mut u = [0.0f32; 8];
+                    read_unit::<T, VEC>(data, i * b + t, &mut u);
+                    for k in 0..n {
+                        let d = u[k] - mb;
+                        sq += d * d;
+                    }
+                    i += 1;
+                }
+                (mb, block::sum_f32(sq, scratch))
+            } else {
+                (0.0, block::sum_f32(acc, scratch))
+            };
+            if t == 0 {
+                partial.write_volatile(mean_b);
+                partial.add(1).write_volatile(m2_b);
+            }
+            // Barrier 1: every block's pair written (release) and visible (acquire); also
+            // every block of the cluster running before anyone reads a peer.
+            hopper::cluster_sync();
+            let lane = warp::lane_id();
+            let (mut ml, mut m2l, mut nl) = (0.0f32, 0.0f32, 0.0f32);
+            if lane < CLUSTER {
+                let peer = hopper::map_shared_rank(shared_addr(partial), lane);
+                [ml, m2l] = hopper::load_shared_cluster_f32x2(peer);
+                nl = slice(lane, cols, eb).1 as f32;
+            }
+            // Barrier 2, arrive: this thread's reads of the peers are done (their values are
+            // in registers); the wait is at the end, before the block may exit.
+            hopper::cluster_arrive();
+            // Chan's merge over the 8 lanes (lanes past CLUSTER hold n_l = 0: nothing).
+            let ncols = cols as f32;
+            let (mean, m2) = if LAYER {
+                let mean = warp::sum_f32(nl * ml) / ncols;
+                let d = ml - mean;
+                (mean, warp::sum_f32(m2l + nl * d * d))
+            } else {
+                (0.0, warp::sum_f32(m2l))
+            };
+            let rs = rsqrt(m2 / ncols + eps);
+
+            let mut i = 0;
+            while i * b + t < units {
+                let j = i * b + t;
+                // The unit's first column in the row (weight and bias are indexed by it).
+                let col = start + j * n as u32;
+                let (mut u, mut wt, mut bt) = ([0.0f32; 8], [0.0f32; 8], [0.0f32; 8]);
+                read_unit::<T, VEC>(data, j, &mut u);
+                param_unit::<T, VEC>(w, col, &mut wt);
+                if LAYER {
+                    param_unit::<T, VEC>(bias, col, &mut bt);
+                }
+                for k in 0..n {
+                    u[k] = (u[k] - mean) * rs * wt[k] + bt[k];
+                }
+                if VEC {
+                    T::store16(ys.add(j as usize * n), &u);
+                } else {
+                    T::store(ys.add(j as usize), u[0]);
+                }
+                i += 1;
+            }
+            // No block leaves while a peer may still read its pair.
+            hopper::cluster_wait();
+        }
+    }
+
+    /// The kernel body: the vector layout when x, y, weight, bias and the rows are 16-byte
+    /// aligned, the element layout otherwise (uniform over the grid).
+    #[inline(always)]
+    pub unsafe fn run<T: Storage, const LAYER: bool>(
+        x: *const T,
+        w: *const T,
+        bias: *const T,
+        y: *mut T,
+        cols: u32,
+        eps: f32,
+    ) {
+        let vec = aligned16(x)
+            && aligned16(y)
+            && aligned16(w)
+            && (!LAYER || aligned16(bias))
+            && cols.is_multiple_of(T::PER16 as u32);
+        // SAFETY: forwarded.
+        unsafe {
+            if vec {
+                body::<T, LAYER, true>(x, w, bias, y, cols, eps)
+            } else {
+                body::<T, LAYER, false>(x, w, bias, y, cols, eps)
+            }
+        }
+    }
+}
+
+macro_rules! entry {
+    ($t:ty, $layer:literal, $name:ident) => {
+        crate::kernel! {
+            /// A cluster of 8 blocks per row, the row in their shared memory, rows of up to
+            /// 393216. sm_90a only.
+            #[cfg(target_feature = "sm_90a")]
+            pub unsafe fn $name(
+                x: *const $t,
+                w: *const $t,
+                bias: *const $t,
+                y: *mut $t,
+                cols: u32,
+                eps: f32,
+            ) {
+                crate::gpu::hopper::cluster_dims::<CLUSTER>();
+                // Blocks of up to MAX_THREADS: ptxas keeps to 64 registers a thread.
+                crate::gpu::launch_bounds::<{ MAX_THREADS }, 1>();
+                // SAFETY: forwarded from the host wrapper's checks (cols <= MAX_COLS; grid =
+                // rows · CLUSTER blocks of block_threads(cols, ..), shared_bytes(cols, ..) of
+                // shared memory).
+                unsafe { dev::run::<$t, $layer>(x, w, bias, y, cols, eps) }
+            }
+        }
+    };
+}
+
+entry!(f32, true, norm_v06_cluster_row_layernorm_f32);
+entry!(u16, true, norm_v06_cluster_row_layernorm_bf16);
+entry!(f32, false, norm_v06_cluster_row_rmsnorm_f32);
+entry!(u16, false, norm_v06_cluster_row_rmsnorm_bf16);
