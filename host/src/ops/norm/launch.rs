@@ -269,8 +269,15 @@ pub struct NormArgs<'a> {
     pub eps: f32,
 }
 
-/// What `auto` runs for rows of `cols`: a group of lanes per row up to v05's `MAX_COLS`
-/// (512), the row in one block's registers (v04) up to `ROW_MAX_COLS` (16384), a cluster per
+/// The longest rows `auto` gives v05 (it takes up to its `MAX_COLS`, 512): measured on the
+/// H200 (`docs/runs/2026-12-03-h200-2018-norm-v05-v06-partial.json`), v05 led v04 at 256
+/// columns in all four kinds and dtypes (f32 LayerNorm 81.7% of the roof against 76.2%, bf16
+/// 60.6% against 38.5%) and v04 led at 512 (95.5% against 81.1%, bf16 73.4% against 62.4%).
+pub const AUTO_SHORT_MAX_COLS: u32 = 256;
+const _: () = assert!(AUTO_SHORT_MAX_COLS <= v05_rows_per_warp::MAX_COLS);
+
+/// What `auto` runs for rows of `cols`: a group of lanes per row up to `AUTO_SHORT_MAX_COLS`
+/// (256), the row in one block's registers (v04) up to `ROW_MAX_COLS` (16384), a cluster per
 /// row up to v06's `MAX_COLS` (393216) where the GPU has clusters (`clusters`: sm_90a, see
 /// [`clusters_available`]), and v02 (a block per row, any length) otherwise. The same in
 /// both kinds and dtypes.
@@ -279,7 +286,7 @@ pub struct NormArgs<'a> {
 /// the roof from 1024 to 8192 columns and falls off at 128 (a block per short row) and at
 /// 16384 (1024-thread blocks); v05 is for the short rows, v06 for the long ones.
 pub fn auto_choice(cols: usize, clusters: bool) -> Variant {
-    if cols <= v05_rows_per_warp::MAX_COLS as usize {
+    if cols <= AUTO_SHORT_MAX_COLS as usize {
         Variant::V05RowsPerWarp
     } else if cols <= ROW_MAX_COLS as usize {
         Variant::V04PackedRow
@@ -452,8 +459,9 @@ mod unit_tests {
         for clusters in [true, false] {
             assert_eq!(auto_choice(1, clusters), Variant::V05RowsPerWarp);
             assert_eq!(auto_choice(128, clusters), Variant::V05RowsPerWarp);
-            assert_eq!(auto_choice(512, clusters), Variant::V05RowsPerWarp);
-            assert_eq!(auto_choice(513, clusters), Variant::V04PackedRow);
+            assert_eq!(auto_choice(256, clusters), Variant::V05RowsPerWarp);
+            assert_eq!(auto_choice(257, clusters), Variant::V04PackedRow);
+            assert_eq!(auto_choice(512, clusters), Variant::V04PackedRow);
             assert_eq!(auto_choice(4096, clusters), Variant::V04PackedRow);
             assert_eq!(auto_choice(16384, clusters), Variant::V04PackedRow);
             assert_eq!(auto_choice(393217, clusters), Variant::V02FusedBlock);
@@ -464,7 +472,7 @@ mod unit_tests {
             assert_eq!(auto_choice(cols, false), Variant::V02FusedBlock);
         }
         // Whatever auto picks takes the row, in every kind and dtype.
-        for cols in [1, 512, 513, 16384, 16385, 262145, 393216, 393217, 1 << 20] {
+        for cols in [1, 256, 257, 512, 513, 16384, 16385, 262145, 393216, 393217, 1 << 20] {
             for clusters in [true, false] {
                 for k in Kind::ALL {
                     for dt in Dtype::ALL {

@@ -186,10 +186,13 @@ pub fn shapes_of(v: Variant) -> Vec<(usize, usize)> {
     all.into_iter().filter(|&(_, cols)| cols <= max).collect()
 }
 
-/// The shapes `auto` is checked at: every variant's, and v05's limit plus one (v04's first).
+/// The shapes `auto` is checked at: every variant's, both sides of its v05/v04 switch, and
+/// v05's limit plus one.
 pub fn auto_shapes() -> Vec<(usize, usize)> {
     let mut s: Vec<(usize, usize)> = TEST_SHAPES.to_vec();
     s.extend(WARP_ROW_SHAPES);
+    let switch = super::launch::AUTO_SHORT_MAX_COLS as usize;
+    s.extend([(5, switch), (5, switch + 1)]);
     s.push((3, v05_rows_per_warp::MAX_COLS as usize + 1));
     s.extend(CLUSTER_SHAPES);
     s
