@@ -104,6 +104,8 @@ pub struct Gpu {
     pub(crate) tensor_maps: RefCell<HashMap<[u64; 5], DeviceArray<u64>>>,
     /// `max_active_clusters` answers, per kernel.
     active_clusters: RefCell<HashMap<KernelId, u32>>,
+    /// [`Gpu::runs`] answers, per kernel.
+    runs_known: RefCell<HashMap<KernelId, bool>>,
     /// The CUDA C++ twins' module (`ptx::TWINS`), loaded on first use and leaked like
     /// `module`; `Err` says why there is none.
     twins: std::cell::OnceCell<std::result::Result<&'static Module, String>>,
@@ -224,6 +226,7 @@ impl Gpu {
             last_kernel: std::cell::Cell::new(None),
             tensor_maps: RefCell::new(HashMap::new()),
             active_clusters: RefCell::new(HashMap::new()),
+            runs_known: RefCell::new(HashMap::new()),
             twins: std::cell::OnceCell::new(),
             twin_functions: RefCell::new(HashMap::new()),
             twin_mode: std::cell::Cell::new(false),
@@ -371,6 +374,24 @@ impl Gpu {
             }),
             None => Err(Error::MissingKernel(kernel.name().into())),
         }
+    }
+
+    /// Whether `kernel` can run on this GPU (see [`Gpu::available`]: `false` for a step only
+    /// a PTX this device cannot load has), an error only when no built PTX has it. The answer
+    /// is kept per kernel: finding it searches the PTX text (milliseconds), which an op that
+    /// asks before every launch (`auto` choosing a cluster step) must not do each time.
+    pub fn runs(&self, kernel: impl Into<KernelId>) -> Result<bool> {
+        let kernel = kernel.into();
+        if let Some(&b) = self.runs_known.borrow().get(&kernel) {
+            return Ok(b);
+        }
+        let b = match self.available(kernel) {
+            Ok(()) => true,
+            Err(Error::Unavailable { .. }) => false,
+            Err(e) => return Err(e),
+        };
+        self.runs_known.borrow_mut().insert(kernel, b);
+        Ok(b)
     }
 
     /// The driver's handle of `kernel` in the loaded module, looked up on first use.

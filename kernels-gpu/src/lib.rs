@@ -26,6 +26,7 @@ pub mod kernel;
 pub mod attention;
 pub mod bf16_gemm;
 pub mod ceilings;
+pub mod cluster_row;
 pub mod decode;
 pub mod fused_elementwise;
 pub mod gemm;

@@ -76,6 +76,45 @@ macro_rules! one_launch_entry {
 }
 pub(crate) use one_launch_entry;
 
+/// `pipeline_entry! { /// docs  NAME => BODY::<GENERICS> [, launch_bounds(THREADS)] }`: a
+/// v04/v05 entry (the decode parameters with `out` and the split workspace, then the split
+/// length) calling the step's body with its compile-time shape.
+macro_rules! pipeline_entry {
+    ($(#[$doc:meta])* $name:ident => $($body:ident)::+ <$($g:literal),*>
+        $(, launch_bounds($threads:expr))?) => {
+        crate::kernel! {
+            $(#[$doc])*
+            pub unsafe fn $name(
+                q: *const u16,
+                k_cache: *const u16,
+                v_cache: *const u16,
+                block_table: *const u32,
+                context_lens: *const u32,
+                out: *mut u16,
+                ws_o: *mut f32,
+                ws_ml: *mut f32,
+                hq: u32,
+                hkv: u32,
+                page_size: u32,
+                max_pages: u32,
+                scale: f32,
+                split_len: u32,
+            ) {
+                $(crate::gpu::launch_bounds::<{ $threads }, 1>();)?
+                // SAFETY: forwarded; the host launches the grid and shared memory of the
+                // step's header (see its `body`).
+                unsafe {
+                    $($body)::+::<$($g),*>(
+                        q, k_cache, v_cache, block_table, context_lens, out, ws_o, ws_ml, hq,
+                        hkv, page_size, max_pages, scale, split_len,
+                    )
+                }
+            }
+        }
+    };
+}
+pub(crate) use pipeline_entry;
+
 /// The kernel body shared by v01 and v02 (see the module docs): the whole context, the
 /// normalized output row.
 ///

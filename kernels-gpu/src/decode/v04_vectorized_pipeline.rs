@@ -108,56 +108,22 @@ pub const fn split_len(total_keys: u64, max_len: u32, heads: u32, slots: u32) ->
     if len == 0 { TILE } else { len as u32 }
 }
 
-/// `entry! { /// docs  NAME, D, PER, GC }`: v04 at head dim D for chunks of GC heads.
-macro_rules! entry {
-    ($(#[$doc:meta])* $name:ident, $d:literal, $per:literal, $gc:literal) => {
-        crate::kernel! {
-            $(#[$doc])*
-            pub unsafe fn $name(
-                q: *const u16,
-                k_cache: *const u16,
-                v_cache: *const u16,
-                block_table: *const u32,
-                context_lens: *const u32,
-                out: *mut u16,
-                ws_o: *mut f32,
-                ws_ml: *mut f32,
-                hq: u32,
-                hkv: u32,
-                page_size: u32,
-                max_pages: u32,
-                scale: f32,
-                split_len: u32,
-            ) {
-                // SAFETY: forwarded; the host launches the grid and shared memory of the
-                // header (see `body`).
-                unsafe {
-                    body::<$d, $per, $gc>(
-                        q, k_cache, v_cache, block_table, context_lens, out, ws_o, ws_ml, hq,
-                        hkv, page_size, max_pages, scale, split_len,
-                    )
-                }
-            }
-        }
-    };
-}
-
-entry! { /// v04 at head dim 64, one query head a block.
-    decode_v04_vectorized_pipeline_d64_g1, 64, 2, 1 }
-entry! { /// v04 at head dim 64, two query heads a block.
-    decode_v04_vectorized_pipeline_d64_g2, 64, 2, 2 }
-entry! { /// v04 at head dim 64, four query heads a block.
-    decode_v04_vectorized_pipeline_d64_g4, 64, 2, 4 }
-entry! { /// v04 at head dim 64, eight query heads a block.
-    decode_v04_vectorized_pipeline_d64_g8, 64, 2, 8 }
-entry! { /// v04 at head dim 128, one query head a block.
-    decode_v04_vectorized_pipeline_d128_g1, 128, 4, 1 }
-entry! { /// v04 at head dim 128, two query heads a block.
-    decode_v04_vectorized_pipeline_d128_g2, 128, 4, 2 }
-entry! { /// v04 at head dim 128, four query heads a block.
-    decode_v04_vectorized_pipeline_d128_g4, 128, 4, 4 }
-entry! { /// v04 at head dim 128, eight query heads a block.
-    decode_v04_vectorized_pipeline_d128_g8, 128, 4, 8 }
+super::pipeline_entry! { /// v04 at head dim 64, one query head a block.
+    decode_v04_vectorized_pipeline_d64_g1 => body<64, 2, 1> }
+super::pipeline_entry! { /// v04 at head dim 64, two query heads a block.
+    decode_v04_vectorized_pipeline_d64_g2 => body<64, 2, 2> }
+super::pipeline_entry! { /// v04 at head dim 64, four query heads a block.
+    decode_v04_vectorized_pipeline_d64_g4 => body<64, 2, 4> }
+super::pipeline_entry! { /// v04 at head dim 64, eight query heads a block.
+    decode_v04_vectorized_pipeline_d64_g8 => body<64, 2, 8> }
+super::pipeline_entry! { /// v04 at head dim 128, one query head a block.
+    decode_v04_vectorized_pipeline_d128_g1 => body<128, 4, 1> }
+super::pipeline_entry! { /// v04 at head dim 128, two query heads a block.
+    decode_v04_vectorized_pipeline_d128_g2 => body<128, 4, 2> }
+super::pipeline_entry! { /// v04 at head dim 128, four query heads a block.
+    decode_v04_vectorized_pipeline_d128_g4 => body<128, 4, 4> }
+super::pipeline_entry! { /// v04 at head dim 128, eight query heads a block.
+    decode_v04_vectorized_pipeline_d128_g8 => body<128, 4, 8> }
 
 #[cfg(target_arch = "nvptx64")]
 use crate::bf16_gemm::unroll;

@@ -379,42 +379,7 @@ mod dev {
     }
 }
 
-/// `entry! { /// docs  NAME, D, KS, NO }`: v05 at head dim D.
-macro_rules! entry {
-    ($(#[$doc:meta])* $name:ident, $d:literal, $ks:literal, $no:literal) => {
-        crate::kernel! {
-            $(#[$doc])*
-            pub unsafe fn $name(
-                q: *const u16,
-                k_cache: *const u16,
-                v_cache: *const u16,
-                block_table: *const u32,
-                context_lens: *const u32,
-                out: *mut u16,
-                ws_o: *mut f32,
-                ws_ml: *mut f32,
-                hq: u32,
-                hkv: u32,
-                page_size: u32,
-                max_pages: u32,
-                scale: f32,
-                split_len: u32,
-            ) {
-                crate::gpu::launch_bounds::<THREADS, 1>();
-                // SAFETY: forwarded; the host launches the grid and shared memory of the
-                // header (see `body`).
-                unsafe {
-                    dev::body::<$d, $ks, $no>(
-                        q, k_cache, v_cache, block_table, context_lens, out, ws_o, ws_ml, hq,
-                        hkv, page_size, max_pages, scale, split_len,
-                    )
-                }
-            }
-        }
-    };
-}
-
-entry! { /// v05 at head dim 64.
-    decode_v05_mma_heads_d64, 64, 4, 8 }
-entry! { /// v05 at head dim 128.
-    decode_v05_mma_heads_d128, 128, 8, 16 }
+super::pipeline_entry! { /// v05 at head dim 64.
+    decode_v05_mma_heads_d64 => dev::body<64, 4, 8>, launch_bounds(THREADS) }
+super::pipeline_entry! { /// v05 at head dim 128.
+    decode_v05_mma_heads_d128 => dev::body<128, 8, 16>, launch_bounds(THREADS) }

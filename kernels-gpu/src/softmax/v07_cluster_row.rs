@@ -29,88 +29,26 @@
 //! Expected bound: DRAM; with one 128 KiB block per SM (262144 f32) the reductions and the
 //! cluster barrier are not hidden behind another block's loads, only behind other clusters'.
 
-/// Blocks per cluster: one row per cluster, split 8 ways (8 is the portable maximum).
-pub const CLUSTER: u32 = 8;
+/// The cluster-row layout (blocks per cluster, threads, slices, shared memory), shared with
+/// norm v06.
+pub use crate::cluster_row::{
+    CLUSTER, GROUPS, HEADER_BYTES, MAX_THREADS, MIN_VECTORS, PARTIAL_OFFSET, block_threads,
+    shared_bytes, slice, slice_cols,
+};
 /// Longest row: 8 blocks of 32768 f32 (128 KiB of shared memory each, 64 KiB in bf16).
 pub const MAX_COLS: u32 = 262144;
-/// Most threads a block.
-pub const MAX_THREADS: u32 = 1024;
-/// 16-byte vectors a thread copies at least (while the block is below `MAX_THREADS`): 64
-/// bytes in flight per thread.
-pub const MIN_VECTORS: u32 = 4;
-/// Commit groups a thread splits its copies into, folding one while the next ones land.
-pub const GROUPS: u32 = 4;
-/// Dynamic shared memory before the slice: 32 f32 for the block reductions, then the
-/// block's (max, sum) for its peers, padded to 16 bytes.
-pub const HEADER_BYTES: u32 = 32 * 4 + 16;
-/// Byte offset of the block's (max, sum) pair in dynamic shared memory.
-pub const PARTIAL_OFFSET: u32 = 32 * 4;
-
-/// Elements a block of the cluster owns for rows of `cols` (`elem_bytes` 4 or 2): a share of
-/// the row rounded up to whole 16-byte vectors, so every slice starts 16-byte aligned.
-pub const fn slice_cols(cols: u32, elem_bytes: u32) -> u32 {
-    let per16 = 16 / elem_bytes;
-    cols.div_ceil(CLUSTER).div_ceil(per16) * per16
-}
-
-/// `(start, len)` of the slice of a row of `cols` that block `rank` owns (the last slices may
-/// be short or empty).
-pub const fn slice(rank: u32, cols: u32, elem_bytes: u32) -> (u32, u32) {
-    let s = slice_cols(cols, elem_bytes);
-    let start = rank * s;
-    let len = if start >= cols {
-        0
-    } else if cols - start < s {
-        cols - start
-    } else {
-        s
-    };
-    (start, len)
-}
-
-/// Threads a block for rows of `cols`: `MIN_VECTORS` vectors of the slice each, whole warps,
-/// 32 to `MAX_THREADS`.
-pub const fn block_threads(cols: u32, elem_bytes: u32) -> u32 {
-    let vectors = slice_cols(cols, elem_bytes) / (16 / elem_bytes);
-    let t = vectors.div_ceil(MIN_VECTORS).div_ceil(32) * 32;
-    if t < 32 {
-        32
-    } else if t > MAX_THREADS {
-        MAX_THREADS
-    } else {
-        t
-    }
-}
-
-/// Dynamic shared memory a block for rows of `cols`: the header and the slice, as stored.
-pub const fn shared_bytes(cols: u32, elem_bytes: u32) -> u32 {
-    HEADER_BYTES + slice_cols(cols, elem_bytes) * elem_bytes
-}
 
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
 mod dev {
     use super::{CLUSTER, GROUPS, HEADER_BYTES, PARTIAL_OFFSET, slice};
+    use crate::cluster_row::dev::read_unit;
     use crate::gpu::async_copy::{self, shared_addr};
     use crate::gpu::bf16::{Storage, aligned16};
     use crate::gpu::vector::F32x4;
-    use crate::gpu::{block, hopper, math, shared, smem, thread, warp};
+    use crate::gpu::{block, hopper, math, shared, thread, warp};
     use crate::softmax::device::{exp_sub, safe_inv, safe_max};
 
     const _: () = assert!(GROUPS == 4, "the waits below are written for 4 groups");
-
-    /// A unit (one 16-byte vector, or one element in the scalar layout) of the slice in
-    /// shared memory, widened into `u[..n]`.
-    #[inline(always)]
-    unsafe fn read_unit<T: Storage, const VEC: bool>(data: *const T, j: u32, u: &mut [f32; 8]) {
-        // SAFETY: j is a unit of the slice, inside the block's dynamic shared memory.
-        unsafe {
-            if VEC {
-                T::unpack16(smem::load_u32x4(shared_addr(data) + 16 * j), u);
-            } else {
-                u[0] = T::load(data.add(j as usize));
-            }
-        }
-    }
 
     #[inline(always)]
     unsafe fn body<T: Storage, const VEC: bool>(x: *const T, y: *mut T, cols: u32) {

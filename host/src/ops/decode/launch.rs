@@ -430,21 +430,10 @@ pub fn decode(gpu: &Gpu, var: Variant, q: &Buf, kv: &PagedKv, out: &mut Buf) -> 
     if splits > 1 {
         cfg.grid.2 = splits;
         let split_len = v03_split_k::split_len(max_len, splits);
-        let rows = s.batch * s.hq;
-        let (o_len, len) = (rows * splits as usize * s.dim, rows * splits as usize * (s.dim + 2));
-        let ccfg = LaunchConfig::for_threads(
-            op,
-            rows.div_ceil(v03_split_k::COMBINE_ROWS as usize) as u64
-                * 32
-                * v03_split_k::COMBINE_ROWS as u64,
-            32 * v03_split_k::COMBINE_ROWS,
-        )?;
-        return gpu.with_workspace(len, |ws| {
+        return split_then_combine(gpu, &s, splits, op, out, |wo, wml| {
             // SAFETY: as below for the partial kernel (grid (Hq/W, B, splits)), whose rows
-            // (B·Hq·splits of D f32, then as many (m, l) pairs) fill the workspace; the
-            // combine reads them, one warp per (sequence, query head), and writes out.
+            // (B·Hq·splits of D f32, then as many (m, l) pairs) fill the workspace.
             unsafe {
-                let (wo, wml) = ws.view_range_mut(0..len).split_at(o_len);
                 gpu.launch(
                     Variant::partial_kernel(s.dim),
                     cfg,
@@ -462,18 +451,6 @@ pub fn decode(gpu: &Gpu, var: Variant, q: &Buf, kv: &PagedKv, out: &mut Buf) -> 
                         s.max_pages as u32,
                         s.scale(),
                         split_len,
-                    ),
-                )?;
-                gpu.launch(
-                    v03_split_k::decode_v03_split_k_combine,
-                    ccfg,
-                    (
-                        ws.view_range(0..o_len),
-                        ws.view_range(o_len..len),
-                        out.view_mut::<u16>(op)?,
-                        rows as u32,
-                        splits,
-                        s.dim as u32,
                     ),
                 )
             }
@@ -565,10 +542,24 @@ fn decode_pipelined(gpu: &Gpu, var: Variant, q: &Buf, kv: &PagedKv, out: &mut Bu
     if plan.splits == 1 {
         return run(Some(out.view_mut::<u16>(op)?), None, None);
     }
+    split_then_combine(gpu, &s, plan.splits, op, out, |wo, wml| run(None, Some(wo), Some(wml)))
+}
+
+/// The split path of v03, v04 and v05: `partial` writes the B·Hq·splits partial rows (D f32
+/// each, unnormalized) and as many (m, l) pairs into the GPU's workspace, then v03's combine
+/// merges each (sequence, query head)'s rows into `out`, one warp a row.
+fn split_then_combine(
+    gpu: &Gpu,
+    s: &DecodeShape,
+    splits: u32,
+    op: &str,
+    out: &mut Buf,
+    partial: impl FnOnce(ViewMut<'_, f32>, ViewMut<'_, f32>) -> Result<()>,
+) -> Result<()> {
     let rows = s.batch * s.hq;
     let (o_len, len) = (
-        rows * plan.splits as usize * s.dim,
-        rows * plan.splits as usize * (s.dim + 2),
+        rows * splits as usize * s.dim,
+        rows * splits as usize * (s.dim + 2),
     );
     let ccfg = LaunchConfig::for_threads(
         op,
@@ -577,9 +568,10 @@ fn decode_pipelined(gpu: &Gpu, var: Variant, q: &Buf, kv: &PagedKv, out: &mut Bu
     )?;
     gpu.with_workspace(len, |ws| {
         let (wo, wml) = ws.view_range_mut(0..len).split_at(o_len);
-        run(None, Some(wo), Some(wml))?;
-        // SAFETY: the combine reads the rows the kernel wrote, one warp per (sequence,
-        // query head), and writes out (B·Hq·D bf16).
+        partial(wo, wml)?;
+        // SAFETY: the combine reads the rows `partial` wrote (B·Hq·splits of D f32, then as
+        // many (m, l) pairs), one warp per (sequence, query head), and writes out (B·Hq·D
+        // bf16, checked by the callers).
         unsafe {
             gpu.launch(
                 v03_split_k::decode_v03_split_k_combine,
@@ -589,7 +581,7 @@ fn decode_pipelined(gpu: &Gpu, var: Variant, q: &Buf, kv: &PagedKv, out: &mut Bu
                     ws.view_range(o_len..len),
                     out.view_mut::<u16>(op)?,
                     rows as u32,
-                    plan.splits,
+                    splits,
                     s.dim as u32,
                 ),
             )

@@ -8,7 +8,6 @@ use rooflab_kernels::norm::{
     v06_cluster_row,
 };
 
-use std::sync::Mutex;
 
 use crate::bench::KernelUse;
 use crate::error::{Error, Result};
@@ -298,25 +297,10 @@ pub fn auto_choice(cols: usize, clusters: bool) -> Variant {
 }
 
 /// Whether `gpu` runs v06 (built only into the sm_90a PTX): `auto`'s question before it picks
-/// the cluster step. A kernel missing from every PTX is an error, not a "no". Kept per PTX
-/// arch: finding it searches the PTX text (milliseconds), which `auto` must not do per call.
+/// the cluster step ([`Gpu::runs`], kept per GPU). A kernel missing from every PTX is an
+/// error, not a "no".
 pub fn clusters_available(gpu: &Gpu) -> Result<bool> {
-    static KNOWN: Mutex<Vec<(&str, bool)>> = Mutex::new(Vec::new());
-    let arch = gpu.info.ptx_arch;
-    let known = |k: &Vec<(&str, bool)>| k.iter().find(|(a, _)| *a == arch).map(|&(_, b)| b);
-    if let Some(b) = known(&KNOWN.lock().unwrap_or_else(|e| e.into_inner())) {
-        return Ok(b);
-    }
-    let b = match gpu.available(f32::LAYERNORM.v06) {
-        Ok(()) => true,
-        Err(Error::Unavailable { .. }) => false,
-        Err(e) => return Err(e),
-    };
-    KNOWN
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push((arch, b));
-    Ok(b)
+    gpu.runs(f32::LAYERNORM.v06)
 }
 
 /// Normalization with the variant [`auto_choice`] picks for this row length on this GPU;

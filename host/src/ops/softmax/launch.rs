@@ -7,7 +7,6 @@ use rooflab_kernels::softmax::{
     warp_row_lanes,
 };
 
-use std::sync::Mutex;
 
 use crate::bench::KernelUse;
 use crate::error::{Error, Result};
@@ -232,26 +231,10 @@ pub fn auto_choice(cols: usize, clusters: bool) -> Variant {
 }
 
 /// Whether `gpu` runs v07 (built only into the sm_90a PTX): `auto`'s question before it picks
-/// the cluster step. A kernel missing from every PTX is an error, not a "no". The answer
-/// depends only on the PTX the GPU loaded and is kept per PTX arch: finding it searches the
-/// PTX text (milliseconds), which `auto` must not do at every call.
+/// the cluster step ([`Gpu::runs`], kept per GPU). A kernel missing from every PTX is an
+/// error, not a "no".
 pub fn clusters_available(gpu: &Gpu) -> Result<bool> {
-    static KNOWN: Mutex<Vec<(&str, bool)>> = Mutex::new(Vec::new());
-    let arch = gpu.info.ptx_arch;
-    let known = |k: &Vec<(&str, bool)>| k.iter().find(|(a, _)| *a == arch).map(|&(_, b)| b);
-    if let Some(b) = known(&KNOWN.lock().unwrap_or_else(|e| e.into_inner())) {
-        return Ok(b);
-    }
-    let b = match gpu.available(f32::ENTRIES.v07) {
-        Ok(()) => true,
-        Err(Error::Unavailable { .. }) => false,
-        Err(e) => return Err(e),
-    };
-    KNOWN
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push((arch, b));
-    Ok(b)
+    gpu.runs(f32::ENTRIES.v07)
 }
 
 /// Softmax of each row of `x` (rows x cols) into `y` with variant `v`. v01 needs `stats`.

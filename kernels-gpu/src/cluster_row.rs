@@ -1,0 +1,94 @@
+//! The cluster-row layout of the kernels that split one long row across a thread-block
+//! cluster (softmax v07, norm v06): the cluster `blockIdx.x / CLUSTER` owns a row, block
+//! `rank` of it the slice `slice(rank, cols, ..)`, which it copies into its shared memory once
+//! (16-byte `cp.async`s in `GROUPS` commit groups, folded as each group lands), and the blocks
+//! swap one pair of statistics through distributed shared memory. Host-visible, so that the
+//! launch geometry and the device code read the same functions; the device half (`dev`,
+//! sm_90a) is the read of a unit of the slice back from shared memory. What each kernel
+//! folds, which pair it swaps and how it merges them are its own (see its header).
+//!
+//! Shared memory of a block: `HEADER_BYTES` (32 f32 for block reductions, then the block's
+//! pair at `PARTIAL_OFFSET`, padded to 16 bytes), then the slice as stored.
+
+/// Blocks per cluster: one row per cluster, split 8 ways (8 is the portable maximum).
+pub const CLUSTER: u32 = 8;
+/// Most threads a block.
+pub const MAX_THREADS: u32 = 1024;
+/// 16-byte vectors a thread copies at least (while the block is below `MAX_THREADS`): 64
+/// bytes in flight per thread.
+pub const MIN_VECTORS: u32 = 4;
+/// Commit groups a thread splits its copies into, folding one while the next ones land.
+pub const GROUPS: u32 = 4;
+/// Dynamic shared memory before the slice: 32 f32 for the block reductions, then the
+/// block's pair of statistics for its peers, padded to 16 bytes.
+pub const HEADER_BYTES: u32 = 32 * 4 + 16;
+/// Byte offset of the block's pair in dynamic shared memory.
+pub const PARTIAL_OFFSET: u32 = 32 * 4;
+
+/// Elements a block of the cluster owns for rows of `cols` (`elem_bytes` 4 or 2): a share of
+/// the row rounded up to whole 16-byte vectors, so every slice starts 16-byte aligned.
+pub const fn slice_cols(cols: u32, elem_bytes: u32) -> u32 {
+    let per16 = 16 / elem_bytes;
+    cols.div_ceil(CLUSTER).div_ceil(per16) * per16
+}
+
+/// `(start, len)` of the slice of a row of `cols` that block `rank` owns (the last slices may
+/// be short or empty).
+pub const fn slice(rank: u32, cols: u32, elem_bytes: u32) -> (u32, u32) {
+    let s = slice_cols(cols, elem_bytes);
+    let start = rank * s;
+    let len = if start >= cols {
+        0
+    } else if cols - start < s {
+        cols - start
+    } else {
+        s
+    };
+    (start, len)
+}
+
+/// Threads a block for rows of `cols`: `MIN_VECTORS` vectors of the slice each, whole warps,
+/// 32 to `MAX_THREADS`.
+pub const fn block_threads(cols: u32, elem_bytes: u32) -> u32 {
+    let vectors = slice_cols(cols, elem_bytes) / (16 / elem_bytes);
+    let t = vectors.div_ceil(MIN_VECTORS).div_ceil(32) * 32;
+    if t < 32 {
+        32
+    } else if t > MAX_THREADS {
+        MAX_THREADS
+    } else {
+        t
+    }
+}
+
+/// Dynamic shared memory a block for rows of `cols`: the header and the slice, as stored.
+pub const fn shared_bytes(cols: u32, elem_bytes: u32) -> u32 {
+    HEADER_BYTES + slice_cols(cols, elem_bytes) * elem_bytes
+}
+
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
+pub(crate) mod dev {
+    use crate::gpu::async_copy::shared_addr;
+    use crate::gpu::bf16::Storage;
+
+    /// A unit (one 16-byte vector, or one element in the scalar layout) of the slice in
+    /// shared memory, widened into `u[..n]`.
+    ///
+    /// # Safety
+    /// `j` is a unit of the slice at `data`, inside the block's dynamic shared memory.
+    #[inline(always)]
+    pub unsafe fn read_unit<T: Storage, const VEC: bool>(
+        data: *const T,
+        j: u32,
+        u: &mut [f32; 8],
+    ) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            if VEC {
+                T::unpack16(crate::gpu::smem::load_u32x4(shared_addr(data) + 16 * j), u);
+            } else {
+                u[0] = T::load(data.add(j as usize));
+            }
+        }
+    }
+}
