@@ -114,7 +114,11 @@ pub fn run(args: &Args) -> Result<u8> {
     let mut consts = consts(&src);
     // Constants a variant takes over from an earlier step (`pub use super::vNN_x::{..}`).
     for (from, names) in reexports(&src) {
-        if let Ok(other) = std::fs::read_to_string(dir.join(format!("{from}.rs"))) {
+        let file = match from.strip_prefix("crate::") {
+            Some(module) => dir.join("..").join(format!("{module}.rs")),
+            None => dir.join(format!("{from}.rs")),
+        };
+        if let Ok(other) = std::fs::read_to_string(file) {
             consts.extend(
                 self::consts(&other)
                     .into_iter()
@@ -346,15 +350,26 @@ fn const_name(item: &str) -> Option<&str> {
     Some(decl.strip_prefix("pub const ")?.split_once(':')?.0.trim())
 }
 
-/// `pub use super::FILE::{A, B, ..};` items: (FILE, [A, B, ..]).
+/// `pub use super::FILE::{A, B, ..};` items (a sibling step's constants): (FILE, [A, B, ..]);
+/// and `pub use crate::MODULE::{A, B, ..};` (a layout shared across families, e.g.
+/// `cluster_row`): ("crate::MODULE", [A, B, ..]).
 pub fn reexports(src: &str) -> Vec<(String, Vec<String>)> {
     let mut out = Vec::new();
     let mut rest = src;
-    while let Some(i) = rest.find("pub use super::") {
-        let after = &rest[i + "pub use super::".len()..];
+    while let Some(i) = rest.find("pub use ") {
+        let after = &rest[i + "pub use ".len()..];
         let Some(end) = after.find(';') else { break };
         let item = &after[..end];
+        let (prefix, item) = if let Some(x) = item.strip_prefix("super::") {
+            ("", x)
+        } else if let Some(x) = item.strip_prefix("crate::") {
+            ("crate::", x)
+        } else {
+            rest = &after[end..];
+            continue;
+        };
         if let Some((file, list)) = item.split_once("::") {
+            let file = format!("{prefix}{}", file.trim());
             let names = list
                 .trim()
                 .trim_start_matches('{')
@@ -363,7 +378,7 @@ pub fn reexports(src: &str) -> Vec<(String, Vec<String>)> {
                 .map(|n| n.trim().to_string())
                 .filter(|n| !n.is_empty())
                 .collect();
-            out.push((file.trim().to_string(), names));
+            out.push((file, names));
         }
         rest = &after[end..];
     }
@@ -663,6 +678,19 @@ mod tests {
             )]
         );
         assert_eq!(const_name("/// doc\npub const BM: u32 = 128;"), Some("BM"));
+        // A crate-level layout module, beside a sibling step; other `pub use` items skipped.
+        let src = "pub use crate::cluster_row::{CLUSTER, slice};\npub use core::mem;\n\
+                   pub use super::v04_x::TILE;\n";
+        assert_eq!(
+            reexports(src),
+            vec![
+                (
+                    "crate::cluster_row".to_string(),
+                    vec!["CLUSTER".to_string(), "slice".to_string()]
+                ),
+                ("v04_x".to_string(), vec!["TILE".to_string()]),
+            ]
+        );
     }
 
     const SRC: &str = "//! memory/v09_demo — a demo.

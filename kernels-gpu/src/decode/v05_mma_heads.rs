@@ -35,11 +35,9 @@
 //!
 //! Expected bound: DRAM.
 
-use super::v04_vectorized_pipeline as v04;
-
 /// v04's pipeline, unchanged: warps a block, keys a tile, buffers a warp's ring, and with
-/// them the splits (`v04::split_len`).
-pub use v04::{STAGES, THREADS, TILE, WARPS};
+/// them the splits (`v04_vectorized_pipeline::split_len`).
+pub use super::v04_vectorized_pipeline::{STAGES, THREADS, TILE, WARPS};
 /// Query heads a block: the M of `mma.m16n8k16`.
 pub const HEADS: u32 = 16;
 
