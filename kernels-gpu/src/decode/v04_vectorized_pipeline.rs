@@ -80,9 +80,11 @@ pub const fn shared_bytes(d: u32, gc: u32) -> u32 {
     WARPS * STAGES * TILE * d * 2 + WARPS * TILE * p_stride(gc) * 4
 }
 
-/// Blocks of `shared_bytes(d, gc)` an SM holds (of its 227 KiB for blocks, Hopper/Ampere).
-pub const fn resident_blocks(d: u32, gc: u32) -> u32 {
-    let n = (227 * 1024) / (shared_bytes(d, gc) + 1024);
+/// Blocks of `shared_bytes` bytes of dynamic shared memory an SM holds (of its 227 KiB for
+/// blocks, Hopper/Ampere, with the 1 KiB the driver reserves for each): the host's count of
+/// resident blocks for v04's and v05's splits.
+pub const fn resident_blocks(shared_bytes: u32) -> u32 {
+    let n = (227 * 1024) / (shared_bytes + 1024);
     if n == 0 { 1 } else { n }
 }
 

@@ -49,12 +49,6 @@ pub const fn shared_bytes(d: u32) -> u32 {
     if ring > merge { ring } else { merge }
 }
 
-/// Blocks of `shared_bytes(d)` an SM holds (of its 227 KiB for blocks, Hopper/Ampere).
-pub const fn resident_blocks(d: u32) -> u32 {
-    let n = (227 * 1024) / (shared_bytes(d) + 1024);
-    if n == 0 { 1 } else { n }
-}
-
 /// Where lane `lane`'s copy `c` of row `lane/2 + 16·j` lands in a K or V buffer: the row's
 /// start, plus `chunk_offset(lane, c % 4) + 128·(c / 4)` for chunk `2c + lane % 2` — attention
 /// v03's swizzle (`swizzled_byte_offset`: chunk `ch ^ (row & 7)`), whose XOR touches the low

@@ -115,6 +115,8 @@ pub type PipelineKernel = Kernel<(
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PipelinePlan {
     pub gc: u32,
+    /// Dynamic shared memory of a block.
+    pub shared_bytes: u32,
     pub chunks: u32,
     pub split_len: u32,
     pub splits: u32,
@@ -123,12 +125,8 @@ pub struct PipelinePlan {
 impl PipelinePlan {
     pub fn new(var: Variant, s: &DecodeShape, lens: &[u32], sms: u32) -> PipelinePlan {
         let group = (s.hq / s.hkv.max(1)) as u32;
-        let (gc, resident) = if var == Variant::V05MmaHeads {
-            (v05::HEADS, v05::resident_blocks(s.dim as u32))
-        } else {
-            let gc = v04::group_chunk(group);
-            (gc, v04::resident_blocks(s.dim as u32, gc))
-        };
+        let (gc, smem) = var.pipeline_block(s.dim, group);
+        let resident = v04::resident_blocks(smem);
         let chunks = group.div_ceil(gc).max(1);
         let total: u64 = lens.iter().map(|&l| l as u64).sum();
         let max_len = lens.iter().copied().max().unwrap_or(0);
@@ -136,6 +134,7 @@ impl PipelinePlan {
         let split_len = v04::split_len(total, max_len, s.hkv as u32 * chunks, slots);
         PipelinePlan {
             gc,
+            shared_bytes: smem,
             chunks,
             split_len,
             splits: max_len.div_ceil(split_len).max(1),
@@ -147,6 +146,17 @@ impl Variant {
     /// Whether the step runs v04's pipeline (one kernel per shape, [`PipelinePlan`]).
     pub fn pipelined(self) -> bool {
         matches!(self, Variant::V04VectorizedPipeline | Variant::V05MmaHeads)
+    }
+
+    /// v04's or v05's heads a block and dynamic shared memory at head dim `dim` for a GQA
+    /// group of `group` (v04: the group's chunk of up to 8, built per chunk; v05: 16).
+    pub fn pipeline_block(self, dim: usize, group: u32) -> (u32, u32) {
+        if self == Variant::V05MmaHeads {
+            (v05::HEADS, v05::shared_bytes(dim as u32))
+        } else {
+            let gc = v04::group_chunk(group);
+            (gc, v04::shared_bytes(dim as u32, gc))
+        }
     }
 
     /// v04's or v05's kernel for head dim `dim` and (v04) `gc` heads a block.
@@ -223,12 +233,7 @@ impl Variant {
     /// rows and the combine; it runs v02's kernel instead when it does not split).
     pub fn kernel_uses(self, s: &DecodeShape) -> Vec<KernelUse> {
         if self.pipelined() {
-            let gc = v04::group_chunk((s.hq / s.hkv.max(1)) as u32);
-            let smem = if self == Variant::V05MmaHeads {
-                v05::shared_bytes(s.dim as u32)
-            } else {
-                v04::shared_bytes(s.dim as u32, gc)
-            };
+            let (gc, smem) = self.pipeline_block(s.dim, (s.hq / s.hkv.max(1)) as u32);
             return vec![
                 KernelUse::new(self.pipeline_kernel(s.dim, gc), v04::THREADS, smem),
                 KernelUse::new(
@@ -502,11 +507,7 @@ fn decode_pipelined(gpu: &Gpu, var: Variant, q: &Buf, kv: &PagedKv, out: &mut Bu
     let cfg = LaunchConfig {
         grid: (s.hkv as u32 * plan.chunks, s.batch as u32, plan.splits),
         block: (v04::THREADS, 1, 1),
-        shared_bytes: if var == Variant::V05MmaHeads {
-            v05::shared_bytes(s.dim as u32)
-        } else {
-            v04::shared_bytes(s.dim as u32, plan.gc)
-        },
+        shared_bytes: plan.shared_bytes,
     };
     // The kernel's parameters around its outputs: `out` (one split) or the workspace.
     let run = |o: Option<ViewMut<'_, u16>>, wo: Option<ViewMut<'_, f32>>, wml: Option<ViewMut<'_, f32>>| {
@@ -656,8 +657,9 @@ mod unit_tests {
         }
         let p = PipelinePlan::new(Variant::V05MmaHeads, &one, &[32768], 132);
         assert_eq!((p.split_len, p.splits), (1024, 32));
-        assert_eq!(v05::resident_blocks(128), 1);
-        assert_eq!(v05::resident_blocks(64), 2);
+        assert_eq!(v04::resident_blocks(v05::shared_bytes(128)), 1);
+        assert_eq!(v04::resident_blocks(v05::shared_bytes(64)), 2);
+        assert_eq!(v04::resident_blocks(v04::shared_bytes(128, 4)), 1);
         assert_eq!(Variant::V05MmaHeads.stem(), "v05_mma_heads");
         // v05's copies: lane l's rows l/2, l/2 + 16 at chunks 2c + l%2 land where attention
         // v03's swizzle puts them (the layout its ldmatrix reads), and cover each buffer once.
