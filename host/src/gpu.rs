@@ -101,7 +101,7 @@ pub struct Gpu {
     /// against it.
     last_kernel: std::cell::Cell<Option<KernelId>>,
     /// TMA tensor maps uploaded so far, by what they encode (filled by the tma module).
-    pub(crate) tensor_maps: RefCell<HashMap<[u64; 5], DeviceArray<u64>>>,
+    pub(crate) tensor_maps: RefCell<HashMap<[u64; 6], DeviceArray<u64>>>,
     /// `max_active_clusters` answers, per kernel.
     active_clusters: RefCell<HashMap<KernelId, u32>>,
     /// [`Gpu::runs`] answers, per kernel.

@@ -27,7 +27,10 @@ const L2_PROMOTION_256B: i32 = 3;
 const OOB_FILL_ZEROS: i32 = 0;
 
 /// A bf16 matrix the copy engine reads in boxes: `rows × cols` row-major (cols contiguous),
-/// boxes of `box_rows × box_cols` written into shared memory in the 128-byte swizzle.
+/// boxes of `box_rows × box_cols` written into shared memory in the 128-byte swizzle. With
+/// `planes` set, that many such matrices one after another (a 3-D tensor, attention's
+/// `[B·H, S, D]`), each box inside one plane: rows past a plane's last are zero-filled,
+/// never read from the next plane.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Bf16Tiles {
     pub addr: u64,
@@ -35,6 +38,10 @@ pub struct Bf16Tiles {
     pub cols: u64,
     pub box_rows: u32,
     pub box_cols: u32,
+    /// `None`: a 2-D matrix. `Some(p)`: a 3-D tensor of `p` planes, rank 3 even when `p` is
+    /// 1, since the kernel's copies (`cp.async.bulk.tensor.3d`) must match the map's rank
+    /// (a 3-D copy through a 2-D map is an illegal instruction).
+    pub planes: Option<u64>,
 }
 
 impl Bf16Tiles {
@@ -87,6 +94,34 @@ impl Bf16Tiles {
             cols: cols as u64,
             box_rows,
             box_cols,
+            planes: None,
+        })
+    }
+
+    /// The same boxes over `planes` matrices of `rows × cols` laid one after another (a box
+    /// per plane, coordinate 2 the plane), refused past what the copy engine indexes.
+    pub fn in_planes(self, op: &str, planes: usize) -> Result<Bf16Tiles> {
+        if planes as u64 > u32::MAX as u64 {
+            return Err(Error::TooLarge {
+                op: op.into(),
+                what: "planes of the tensor map".into(),
+                value: planes as u64,
+                limit: u32::MAX as u64,
+            });
+        }
+        // cuTensorMapEncodeTiled takes strides below 2^40 bytes.
+        let plane_bytes = self.rows * self.cols * 2;
+        if plane_bytes >= 1 << 40 {
+            return Err(Error::TooLarge {
+                op: op.into(),
+                what: "bytes of one plane of the tensor map".into(),
+                value: plane_bytes,
+                limit: (1 << 40) - 1,
+            });
+        }
+        Ok(Bf16Tiles {
+            planes: Some(planes.max(1) as u64),
+            ..self
         })
     }
 }
@@ -111,17 +146,19 @@ impl Bf16Tiles {
         let f = crate::cuda12::encode_tiled()?;
         let t = self;
         let mut map = TensorMap([0; 16]);
-        let dims = [t.cols, t.rows];
-        let strides = [t.cols * 2];
-        let boxes = [t.box_cols, t.box_rows];
-        let elem_strides = [1u32, 1];
-        // SAFETY: every pointer is to a live local array of the length rank (2) or rank - 1
+        // Rank 3 (the plane last) when there are planes; the arrays are read up to the rank.
+        let rank = if t.planes.is_some() { 3 } else { 2 };
+        let dims = [t.cols, t.rows, t.planes.unwrap_or(1)];
+        let strides = [t.cols * 2, t.rows * t.cols * 2];
+        let boxes = [t.box_cols, t.box_rows, 1];
+        let elem_strides = [1u32, 1, 1];
+        // SAFETY: every pointer is to a live local array at least as long as rank or rank - 1
         // asks for; `map` is 64-byte aligned and 128 bytes.
         let code = unsafe {
             f(
                 &mut map,
                 DATA_TYPE_BFLOAT16,
-                2,
+                rank,
                 t.addr as *mut c_void,
                 dims.as_ptr(),
                 strides.as_ptr(),
@@ -141,13 +178,15 @@ impl Bf16Tiles {
         Ok(map)
     }
 
-    fn key(self) -> [u64; 5] {
+    fn key(self) -> [u64; 6] {
         [
             self.addr,
             self.rows,
             self.cols,
             self.box_rows as u64,
             self.box_cols as u64,
+            // 0 for a 2-D map: a 3-D map of one plane is a different map.
+            self.planes.unwrap_or(0),
         ]
     }
 }

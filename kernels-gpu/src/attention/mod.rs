@@ -8,11 +8,14 @@
 //!
 //! The ladder: v01 writes the B·H·S² scores to DRAM and reads them back (three kernels);
 //! v02 keeps them on chip with an online softmax (one kernel, no tensor cores); v03 runs both
-//! products on the tensor cores (`mma.sync`), FlashAttention-2's loop.
+//! products on the tensor cores (`mma.sync`), FlashAttention-2's loop; v04 (sm_90a) runs them
+//! on `wgmma` with TMA copies, a producer warpgroup and two consumers (FlashAttention-3's
+//! structure).
 
 pub mod v01_naive;
 pub mod v02_fused_simt;
 pub mod v03_flash_mma;
+pub mod v04_flash_wgmma;
 
 /// The head dims the kernels are built for.
 pub const HEAD_DIMS: [u32; 2] = [64, 128];

@@ -55,6 +55,21 @@ pub const fn smem_desc_sw128(addr: u32) -> u64 {
     enc(addr) | (enc(16) << 16) | (enc(SW128_ATOM_BYTES) << 32) | (1u64 << 62)
 }
 
+/// The wgmma matrix descriptor of an *MN-major* (`imm-trans` 1), 128-byte-swizzled operand
+/// at `.shared` address `addr`: rows are K (one 128-byte row = 64 consecutive M or N
+/// elements), 8 K-rows an atom of 1024 bytes. CUTLASS's canonical form for this layout is
+/// `Swizzle<3,4,3> o ((T,8,m),(8,k)):((1,T,LBO),(8T,SBO))`: the leading byte offset is the
+/// step from one 64-element MN chunk to the next (`mn_chunk_bytes`, used when N > 64), the
+/// stride byte offset the step from 8 K-rows to the next (1024 here). Attention's V, keys ×
+/// D with D contiguous, is this layout as the B of P·V.
+#[inline(always)]
+pub const fn smem_desc_sw128_mn(addr: u32, mn_chunk_bytes: u32) -> u64 {
+    const fn enc(x: u32) -> u64 {
+        ((x & 0x3_ffff) >> 4) as u64
+    }
+    enc(addr) | (enc(mn_chunk_bytes) << 16) | (enc(SW128_ATOM_BYTES) << 32) | (1u64 << 62)
+}
+
 /// The launch-bounds marker: any architecture's, defined in `gpu` and used here too.
 pub use super::launch_bounds;
 
@@ -344,6 +359,25 @@ pub unsafe fn tma_load_2d(dst: u32, map: *const u8, c0: u32, c1: u32, bar: u32) 
     };
 }
 
+/// TMA: as [`tma_load_2d`] for a 3-D tensor, coordinates (`c0` contiguous, `c1`, `c2`):
+/// attention's `[B·H, S, D]` tensors, a box per head that the copy engine zero-fills past S
+/// instead of reading the next head's rows.
+///
+/// # Safety
+/// As [`tma_load_2d`].
+#[inline(always)]
+pub unsafe fn tma_load_3d(dst: u32, map: *const u8, c0: u32, c1: u32, c2: u32, bar: u32) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        asm!(
+            "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes \
+             [{0}], [{1}, {{{2}, {3}, {4}}}], [{5}];",
+            in(reg32) dst, in(reg64) map, in(reg32) c0, in(reg32) c1, in(reg32) c2, in(reg32) bar,
+            options(nostack)
+        )
+    };
+}
+
 /// `wgmma.fence`: order earlier register writes of the accumulators (and shared-memory
 /// writes of the operands) before the wgmmas that follow. Before the first wgmma of a batch.
 #[inline(always)]
@@ -413,3 +447,50 @@ wgmma_bf16!(wgmma_m64n256k16_bf16, 256, 128;
     62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91
     92 93 94 95 96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115
     116 117 118 119 120 121 122 123 124 125 126 127);
+
+/// Writes out `wgmma.mma_async.sync.aligned.m64n{N}k16.f32.bf16.bf16` with A in registers
+/// (four `.b32` of bf16 pairs a thread, laid out as `mma.m16n8k16`'s A fragment for the
+/// warp's 16 rows of the 64) and B MN-major in shared memory (`imm-trans-b` 1).
+macro_rules! wgmma_bf16_rs_tb {
+    ($name:ident, $n:literal, $len:literal; $first:literal $($i:literal)*) => {
+        #[doc = concat!("`d += A·B` for a 64×", stringify!($n), " f32 tile: one ",
+            "`wgmma.mma_async.m64n", stringify!($n), "k16.f32.bf16.bf16` with A (64×16) from ",
+            "the registers `a` and B (16×", stringify!($n), ", N contiguous: MN-major, ",
+            "[`smem_desc_sw128_mn`]) from shared memory. Asynchronous: `a` and `d` must not ",
+            "change until the group is waited for.")]
+        ///
+        /// # Safety
+        /// As the shared-memory wgmmas; `a` holds this thread's A fragment.
+        #[inline(always)]
+        pub unsafe fn $name(d: &mut [f32; $len], a: [u32; 4], b_desc: u64) {
+            // SAFETY: forwarded from the caller.
+            unsafe {
+                asm!(
+                    concat!(
+                        "wgmma.mma_async.sync.aligned.m64n", stringify!($n),
+                        "k16.f32.bf16.bf16 {{",
+                        "{", stringify!($first), "}",
+                        $( ", {", stringify!($i), "}", )*
+                        "}}, {{{a0}, {a1}, {a2}, {a3}}}, {b}, 1, 1, 1, 1;"
+                    ),
+                    inout(reg32) d[$first],
+                    $( inout(reg32) d[$i], )*
+                    a0 = in(reg32) a[0],
+                    a1 = in(reg32) a[1],
+                    a2 = in(reg32) a[2],
+                    a3 = in(reg32) a[3],
+                    b = in(reg64) b_desc,
+                    options(nostack)
+                )
+            };
+        }
+    };
+}
+
+wgmma_bf16_rs_tb!(wgmma_m64n64k16_bf16_rs_tb, 64, 32;
+    0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
+
+wgmma_bf16_rs_tb!(wgmma_m64n128k16_bf16_rs_tb, 128, 64;
+    0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+    32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61
+    62 63);

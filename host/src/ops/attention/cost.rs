@@ -46,7 +46,7 @@ impl Variant {
                 )
                 .with_scratch(Bytes(self.scratch_bytes(a))),
             Variant::V02FusedSimt => base,
-            Variant::V03FlashMma => base.with_precision(Precision::Bf16Tensor),
+            Variant::V03FlashMma | Variant::V04FlashWgmma => base.with_precision(Precision::Bf16Tensor),
         }
     }
 }

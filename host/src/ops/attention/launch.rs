@@ -1,12 +1,15 @@
 //! attention: the variants, their entries and launch geometry (from the variant files'
 //! constants), the shape checks and the safe wrapper.
 
-use rooflab_kernels::attention::{HEAD_DIMS, MAX_SEQ, v01_naive, v02_fused_simt, v03_flash_mma};
+use rooflab_kernels::attention::{
+    HEAD_DIMS, MAX_SEQ, v01_naive, v02_fused_simt, v03_flash_mma, v04_flash_wgmma,
+};
 
 use crate::bench::KernelUse;
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, KernelId, LaunchConfig};
 use crate::tensor::{Buf, Dtype};
+use crate::tma::Bf16Tiles;
 
 /// The attention ladder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -14,9 +17,16 @@ pub enum Variant {
     V01Naive,
     V02FusedSimt,
     V03FlashMma,
+    /// sm_90a only: unavailable (and refused, with the reason) elsewhere.
+    V04FlashWgmma,
 }
 
-pub const LADDER: [Variant; 3] = [Variant::V01Naive, Variant::V02FusedSimt, Variant::V03FlashMma];
+pub const LADDER: [Variant; 4] = [
+    Variant::V01Naive,
+    Variant::V02FusedSimt,
+    Variant::V03FlashMma,
+    Variant::V04FlashWgmma,
+];
 
 /// One attention problem: `heads = B·H` heads of `seq` queries and keys of `dim`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,7 +97,9 @@ impl Variant {
     pub fn row_variant(self, dim: usize) -> String {
         match self {
             Variant::V01Naive => self.stem().to_string(),
-            Variant::V02FusedSimt | Variant::V03FlashMma => format!("{}_d{dim}", self.stem()),
+            Variant::V02FusedSimt | Variant::V03FlashMma | Variant::V04FlashWgmma => {
+                format!("{}_d{dim}", self.stem())
+            }
         }
     }
 
@@ -108,6 +120,11 @@ impl Variant {
                 v03_flash_mma::attention_v03_flash_mma_d128.id()
             } else {
                 v03_flash_mma::attention_v03_flash_mma_d64.id()
+            }],
+            Variant::V04FlashWgmma => vec![if dim == 128 {
+                v04_flash_wgmma::attention_v04_flash_wgmma_d128.id()
+            } else {
+                v04_flash_wgmma::attention_v04_flash_wgmma_d64.id()
             }],
         }
     }
@@ -133,6 +150,11 @@ impl Variant {
                 v03_flash_mma::THREADS,
                 v03_flash_mma::shared_bytes(dim as u32),
             )],
+            Variant::V04FlashWgmma => vec![KernelUse::new(
+                self.kernels(dim)[0],
+                v04_flash_wgmma::BLOCK_THREADS,
+                v04_flash_wgmma::shared_bytes(dim as u32),
+            )],
         }
     }
 
@@ -142,7 +164,7 @@ impl Variant {
             Variant::V01Naive => {
                 (4 * a.bh() as u64).saturating_mul((a.seq as u64).saturating_mul(a.seq as u64))
             }
-            Variant::V02FusedSimt | Variant::V03FlashMma => 0,
+            Variant::V02FusedSimt | Variant::V03FlashMma | Variant::V04FlashWgmma => 0,
         }
     }
 }
@@ -291,6 +313,40 @@ pub fn attention(
             // (past 48 KiB the launch opts in).
             unsafe { gpu.launch(kernel, cfg, (qv, kv, vv, ov, seq, a.scale(), causal)) }
         }
+        Variant::V04FlashWgmma => {
+            gpu.available(kernels[0])?;
+            let cfg = LaunchConfig {
+                grid: (seq.div_ceil(v04_flash_wgmma::BR), heads, 1),
+                block: (v04_flash_wgmma::BLOCK_THREADS, 1, 1),
+                shared_bytes: v04_flash_wgmma::shared_bytes(dim),
+            };
+            let kernel = if dim == 128 {
+                v04_flash_wgmma::attention_v04_flash_wgmma_d128
+            } else {
+                v04_flash_wgmma::attention_v04_flash_wgmma_d64
+            };
+            // One map per tensor over [B·H, S, D]: boxes of one 128-byte swizzled panel
+            // (64 dims) × BR (= BC) rows of one head.
+            const _: () = assert!(v04_flash_wgmma::BR == v04_flash_wgmma::BC);
+            let map = |name: &str, view: &crate::gpu::View<'_, u16>| {
+                let t = Bf16Tiles::new(
+                    op,
+                    name,
+                    view,
+                    a.seq,
+                    a.dim,
+                    v04_flash_wgmma::BR,
+                    v04_flash_wgmma::PANEL,
+                )?;
+                gpu.tensor_map(t.in_planes(op, a.bh())?)
+            };
+            let (qm, km, vm) = (map("Q", &qv)?, map("K", &kv)?, map("V", &vv)?);
+            // SAFETY: the maps describe exactly the live Q, K, V (validated: B·H·S·D bf16
+            // each) as [B·H, S, D] with the boxes and swizzle the kernel's tiles are laid out
+            // for (TMA zero-fills past S); O holds B·H·S·D bf16, written at rows < S; the
+            // grid is ceil(S / BR) × heads blocks of BLOCK_THREADS with its shared memory.
+            unsafe { gpu.launch(kernel, cfg, (qm, km, vm, ov, seq, a.scale(), causal)) }
+        }
     }
 }
 
@@ -317,6 +373,14 @@ mod unit_tests {
             assert!(2 * u[0].shared_bytes <= 227 * 1024);
             assert_eq!(u[0].block_threads, 128);
             assert!(u[0].kernel.name().ends_with(&format!("_d{d}")));
+        }
+        // v04: 3 warpgroups, 162 KiB at D 128 and 82 KiB at D 64 (one block an SM).
+        for (d, kib) in [(64, 82), (128, 162)] {
+            let u = Variant::V04FlashWgmma.kernel_uses(d);
+            assert_eq!(u[0].block_threads, 384);
+            assert_eq!(u[0].shared_bytes.div_ceil(1024), kib, "D={d}");
+            assert!(u[0].shared_bytes <= 227 * 1024);
+            assert_eq!(Variant::V04FlashWgmma.row_variant(d), format!("v04_flash_wgmma_d{d}"));
         }
         let a = Attn::new(4, 16, 4096, 128, false);
         assert_eq!(Variant::V01Naive.scratch_bytes(&a), 4 * 64 * 4096 * 4096);

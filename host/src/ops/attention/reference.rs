@@ -552,3 +552,218 @@ mod v03_emulation {
         compare_f32("bf16 hi + lo P", &split, &want, rel, abs).unwrap();
     }
 }
+
+/// v04 (`attention_v04_flash_wgmma`) run on the CPU, consumer warpgroup by warpgroup and
+/// thread by thread, with the kernel's own index functions (where each block starts, how
+/// many key tiles it reads, which tiles and keys it masks, where each S and O accumulator
+/// sits, which S elements make P's A fragments) and wgmma's register fragments as the PTX
+/// ISA lays them out ("Register Fragments and Shared Memory Matrix Layouts", `m64nNk16`): a
+/// mask or fragment bug shows here before any GPU, and each output element must be written
+/// once, rows past S never. The shared-memory side (TMA's swizzle, the descriptors) is the
+/// GPU tests' to check: here S is the f32 product of the bf16 inputs and V is read by key
+/// and dim, zero past S as TMA fills it.
+#[cfg(test)]
+mod v04_emulation {
+    use super::*;
+    use crate::check::compare_f32;
+    use crate::ops::attention::tests::{TOLERANCE, inputs};
+    use half::bf16;
+    use rooflab_kernels::attention::v04_flash_wgmma::{
+        BC, BR, CONSUMERS, P_SPLIT, acc_row_col, block_q0, key_tiles, masked, p_source,
+        tile_has_masked,
+    };
+
+    /// Threads of a warpgroup.
+    const WG: usize = 128;
+    /// n8 tiles of S's `m64n128`.
+    const NT: usize = (BC / 8) as usize;
+
+    /// wgmma's A fragment from registers (`m64k16`, bf16): register `r` of thread `t` holds
+    /// row `16·(t/32) + (t%32)/4 + 8·(r%2)`, columns `8·(r/2) + 2·(t%4)` and `+1`.
+    fn a_row_col(t: usize, r: usize) -> (usize, usize) {
+        (16 * (t / 32) + (t % 32) / 4 + 8 * (r % 2), 8 * (r / 2) + 2 * (t % 4))
+    }
+
+    fn bf(x: f32) -> f32 {
+        bf16::from_f32(x).to_f32()
+    }
+
+    /// `shfl.xor` over each warp of the warpgroup.
+    fn shfl_xor(x: &[[f32; 2]], mask: usize) -> Vec<[f32; 2]> {
+        (0..WG).map(|t| x[(t & !31) | ((t % 32) ^ mask)]).collect()
+    }
+
+    /// The emulated kernel's output (`B·H·S·D`, NaN where nothing was written).
+    // Thread loops index several per-thread arrays at once, as the kernel's threads do.
+    #[allow(clippy::needless_range_loop)]
+    fn run(a: &Attn, q: &[f32], k: &[f32], v: &[f32], split: bool) -> Vec<f32> {
+        let (seq, d) = (a.seq as u32, a.dim);
+        let no = d / 2;
+        let sl = a.scale() * std::f32::consts::LOG2_E;
+        let grid_x = seq.div_ceil(BR);
+        let mut out = vec![f32::NAN; a.bh() * a.seq * d];
+        let mut written = vec![0u8; out.len()];
+        for bh in 0..a.bh() {
+            let head = bh * a.seq * d;
+            // Q, K, V of the head as TMA brings them: zero past S.
+            let at = |t: &[f32], row: u32, col: usize| {
+                if row < seq { t[head + row as usize * d + col] } else { 0.0 }
+            };
+            for x in 0..grid_x {
+                let q0 = block_q0(grid_x, x);
+                let tiles = key_tiles(seq, q0, a.causal);
+                for c in 0..CONSUMERS {
+                    let r0 = q0 + 64 * c;
+                    let mut acc = vec![vec![0.0f32; no]; WG];
+                    let mut m = vec![[f32::NEG_INFINITY; 2]; WG];
+                    let mut l = vec![[0.0f32; 2]; WG];
+                    for j in 0..tiles {
+                        let j0 = j * BC;
+                        // S = Q·Kᵀ into each thread's accumulators.
+                        let mut s: Vec<[f32; 64]> = (0..WG)
+                            .map(|t| {
+                                std::array::from_fn(|i| {
+                                    let (r, col) = acc_row_col(t as u32, i as u32);
+                                    (0..d).fold(0.0f32, |sum, e| {
+                                        at(q, r0 + r, e).mul_add(at(k, j0 + col, e), sum)
+                                    })
+                                })
+                            })
+                            .collect();
+                        if tile_has_masked(j0, r0, seq, a.causal) {
+                            for (t, st) in s.iter_mut().enumerate() {
+                                for (i, x) in st.iter_mut().enumerate() {
+                                    let (r, col) = acc_row_col(t as u32, i as u32);
+                                    if masked(j0 + col, r0 + r, seq, a.causal) {
+                                        *x = f32::NEG_INFINITY;
+                                    }
+                                }
+                            }
+                        }
+                        // The online softmax, as the kernel: thread max, quad max, weights.
+                        let mut mx: Vec<[f32; 2]> = (0..WG)
+                            .map(|t| {
+                                let mut mx = m[t];
+                                for n in 0..NT {
+                                    mx[0] = mx[0].max(s[t][4 * n].max(s[t][4 * n + 1]));
+                                    mx[1] = mx[1].max(s[t][4 * n + 2].max(s[t][4 * n + 3]));
+                                }
+                                mx
+                            })
+                            .collect();
+                        for mask in [1, 2] {
+                            let o = shfl_xor(&mx, mask);
+                            for t in 0..WG {
+                                mx[t] = [mx[t][0].max(o[t][0]), mx[t][1].max(o[t][1])];
+                            }
+                        }
+                        for t in 0..WG {
+                            let mut corr = [0.0f32; 2];
+                            let mut msc = [0.0f32; 2];
+                            for r in 0..2 {
+                                msc[r] = if mx[t][r] == f32::NEG_INFINITY { 0.0 } else { mx[t][r] * sl };
+                                corr[r] = (m[t][r] * sl - msc[r]).exp2();
+                                m[t][r] = mx[t][r];
+                            }
+                            let mut rs = [0.0f32; 2];
+                            for (i, x) in s[t].iter_mut().enumerate() {
+                                *x = x.mul_add(sl, -msc[(i % 4) / 2]).exp2();
+                                rs[(i % 4) / 2] += *x;
+                            }
+                            for r in 0..2 {
+                                l[t][r] = l[t][r].mul_add(corr[r], rs[r]);
+                            }
+                            for (i, o) in acc[t].iter_mut().enumerate() {
+                                *o *= corr[(i % 4) / 2];
+                            }
+                        }
+                        // P as the warpgroup's A fragments, placed where wgmma reads them.
+                        let mut hi = vec![vec![0.0f32; BC as usize]; 64];
+                        let mut lo = hi.clone();
+                        for t in 0..WG {
+                            for kk in 0..NT / 2 {
+                                for r in 0..4 {
+                                    let i = 8 * kk + p_source(r as u32) as usize;
+                                    let (row, col) = a_row_col(t, r);
+                                    for h in 0..2 {
+                                        let p = s[t][i + h];
+                                        let ph = bf(p);
+                                        hi[row][16 * kk + col + h] = ph;
+                                        lo[row][16 * kk + col + h] = if split { bf(p - ph) } else { 0.0 };
+                                    }
+                                }
+                            }
+                        }
+                        // O += P·V, into each thread's O accumulators.
+                        for (t, at_t) in acc.iter_mut().enumerate() {
+                            for (i, o) in at_t.iter_mut().enumerate() {
+                                let (r, col) = acc_row_col(t as u32, i as u32);
+                                for key in 0..BC as usize {
+                                    let w = hi[r as usize][key] + lo[r as usize][key];
+                                    *o = w.mul_add(at(v, j0 + key as u32, col as usize), *o);
+                                }
+                            }
+                        }
+                    }
+                    // Epilogue: the quads' sums, O / l as bf16, rows < S.
+                    let lq: Vec<[f32; 2]> = {
+                        let mut lq = l.clone();
+                        for mask in [1, 2] {
+                            let o = shfl_xor(&lq, mask);
+                            for t in 0..WG {
+                                lq[t] = [lq[t][0] + o[t][0], lq[t][1] + o[t][1]];
+                            }
+                        }
+                        lq
+                    };
+                    for t in 0..WG {
+                        for i in 0..no {
+                            let (r, col) = acc_row_col(t as u32, i as u32);
+                            let row = r0 + r;
+                            if row < seq {
+                                let at = head + row as usize * d + col as usize;
+                                written[at] += 1;
+                                out[at] = bf(acc[t][i] / lq[t][(i % 4) / 2]);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(written.iter().all(|&w| w == 1), "{a}: an output element written {} times", written.iter().find(|&&w| w != 1).unwrap());
+        out
+    }
+
+    fn rows_of(a: &Attn, o: &[f32], rows: &[usize]) -> Vec<f32> {
+        (0..a.bh())
+            .flat_map(|bh| rows.iter().map(move |&i| (bh * a.seq + i) * a.dim))
+            .flat_map(|at| o[at..at + a.dim].to_vec())
+            .collect()
+    }
+
+    /// The emulated kernel against the f64 reference at the family's tolerance: lengths
+    /// below, at and past the 128-row tiles, both head dims, causal and not, several heads.
+    #[test]
+    fn v04_fragments_emulated_match_the_reference() {
+        for (i, a) in [
+            Attn::new(1, 2, 1, 64, true),
+            Attn::new(2, 1, 17, 128, false),
+            Attn::new(1, 1, 65, 64, true),
+            Attn::new(1, 1, 128, 128, true),
+            Attn::new(1, 2, 129, 64, false),
+            Attn::new(1, 1, 300, 64, true),
+            Attn::new(1, 1, 257, 128, false),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let [q, k, v] = inputs(&a, 60 + i as u64);
+            let got = run(&a, &q, &k, &v, P_SPLIT);
+            assert!(got.iter().all(|x| x.is_finite()), "{a}");
+            let rows = sample_rows(a.seq);
+            let want: Vec<f32> = attention_ref(&a, &q, &k, &v, &rows).into_iter().map(|x| x as f32).collect();
+            compare_f32(&format!("v04 emulated {a}"), &rows_of(&a, &got, &rows), &want, TOLERANCE.0, TOLERANCE.1)
+                .unwrap();
+        }
+    }
+}
