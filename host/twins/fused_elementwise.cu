@@ -6,7 +6,9 @@
 // cols % P == 0 and they are aligned, else element by element with a wrapping column.
 // Thread n / P takes the tail, and every thread goes element by element when x, residual and
 // y are not all 16-byte aligned. The GELU math (kernels-gpu/src/fused_elementwise/mod.rs)
-// uses `ex2.approx.ftz.f32` and `rcp.approx.ftz.f32`, as the Rust `math::exp2`/`math::rcp`.
+// uses `ex2.approx.ftz.f32` and `rcp.approx.ftz.f32`, as the Rust `math::exp2`/`math::rcp`;
+// f32 runs `gelu` (erf by A&S 7.1.26), bf16 `gelu_bf16` (the erf form with mod.rs's
+// `erf_fast` folded in, `fmaf` where the Rust writes `math::fma`), as the Rust `Gelu` trait.
 // Same launch (BLOCK_THREADS a block, threads(n, P) threads; host/src/ops/fused_elementwise/
 // launch.rs), no launch bounds, no shared memory.
 #include "twin.cuh"
@@ -58,6 +60,33 @@ __device__ __forceinline__ float gelu(float u, u32 mode) {
     }
 }
 
+// mod.rs gelu_bf16: the tanh form as gelu's; the erf form as
+// u / (1 + 2^(u (Q0 + Q1 t + Q2 t^2))), t = min(u^2, U2_MAX) (mod.rs logistic_odd).
+__device__ __forceinline__ float gelu_bf16(float u, u32 mode) {
+    const float Q0 = F32_BITS(FUSED_ELEMENTWISE_V03_GELU_ERF_FAST_Q0_BITS),
+                Q1 = F32_BITS(FUSED_ELEMENTWISE_V03_GELU_ERF_FAST_Q1_BITS),
+                Q2 = F32_BITS(FUSED_ELEMENTWISE_V03_GELU_ERF_FAST_Q2_BITS);
+    const float U2_MAX = F32_BITS(FUSED_ELEMENTWISE_V03_GELU_ERF_FAST_U2_MAX_BITS);
+    if (mode == FUSED_ELEMENTWISE_V03_GELU_TANH) {
+        return gelu(u, mode);
+    } else {
+        float t = fminf(u * u, U2_MAX);
+        float p = fmaf(fmaf(Q2, t, Q1), t, Q0);
+        return u * rcp_approx(1.0f + exp2_approx(u * p));
+    }
+}
+
+// The v03 Rust `Gelu` trait: the GELU each storage type runs.
+template <typename T> struct GeluOf;
+template <> struct GeluOf<float> {
+    static __device__ __forceinline__ float gelu(float u, u32 mode) {
+        return fused_elementwise::gelu(u, mode);
+    }
+};
+template <> struct GeluOf<u16> {
+    static __device__ __forceinline__ float gelu(float u, u32 mode) { return gelu_bf16(u, mode); }
+};
+
 template <typename T>
 __device__ __forceinline__ void run(const T* x, const T* scale, const T* bias, const T* res,
                                     T* y, u32 n, u32 cols, u32 mode) {
@@ -92,7 +121,7 @@ __device__ __forceinline__ void run(const T* x, const T* scale, const T* bias, c
         float out[8] = {};
 #pragma unroll
         for (int k = 0; k < S::PER16; k++) {
-            out[k] = gelu(fmaf(xv[k], sv[k], bv[k]), mode) + rv[k];
+            out[k] = GeluOf<T>::gelu(fmaf(xv[k], sv[k], bv[k]), mode) + rv[k];
         }
         S::store16(y + start, out);
     } else {
@@ -101,7 +130,7 @@ __device__ __forceinline__ void run(const T* x, const T* scale, const T* bias, c
         for (u32 k = 0; k < count; k++) {
             u32 i = start + k;
             float u = fmaf(S::load(x + i), S::load(scale + c), S::load(bias + c));
-            S::store(y + i, gelu(u, mode) + S::load(res + i));
+            S::store(y + i, GeluOf<T>::gelu(u, mode) + S::load(res + i));
             c += 1;
             if (c == cols) c = 0;
         }

@@ -11,13 +11,19 @@
 //!
 //! Memory traffic: the minimum, 3n elements (+ 2 cols), in 16-byte pieces.
 //!
+//! GELU: f32 runs `gelu` (erf by A&S 7.1.26); bf16 runs `gelu_bf16`, whose erf form is
+//! `erf_fast` folded into the GELU (`u / (1 + 2^(u P(min(u^2, 32))))`, abs erf error
+//! <= 3.73e-5): 8 elements per 16 bytes made the accurate erf issue-bound (docs/05), and bf16
+//! output rounds at up to 2^-8 relative anyway. Not yet measured on a GPU.
+//!
 //! Expected bound: DRAM, near the copy roof.
 
 /// The constants the CUDA C++ twin (`host/twins/fused_elementwise.cu`) is compiled with (`crate::twins`).
 #[cfg(not(target_arch = "nvptx64"))]
 pub const TWIN_DEFINES: &[(&str, i64)] = {
     use crate::fused_elementwise::{
-        ERF_A, ERF_P, FRAC_1_SQRT_2, GELU_CUBIC, GELU_TANH, LOG2_E, SQRT_2_OVER_PI,
+        ERF_A, ERF_P, FRAC_1_SQRT_2, GELU_CUBIC, GELU_ERF_FAST_Q, GELU_ERF_FAST_U2_MAX, GELU_TANH,
+        LOG2_E, SQRT_2_OVER_PI,
     };
     // f32 constants travel as their bits (`F32_BITS` in the twin turns them back).
     &[
@@ -56,6 +62,22 @@ pub const TWIN_DEFINES: &[(&str, i64)] = {
             "FUSED_ELEMENTWISE_V03_ERF_A4_BITS",
             ERF_A[4].to_bits() as i64,
         ),
+        (
+            "FUSED_ELEMENTWISE_V03_GELU_ERF_FAST_Q0_BITS",
+            GELU_ERF_FAST_Q[0].to_bits() as i64,
+        ),
+        (
+            "FUSED_ELEMENTWISE_V03_GELU_ERF_FAST_Q1_BITS",
+            GELU_ERF_FAST_Q[1].to_bits() as i64,
+        ),
+        (
+            "FUSED_ELEMENTWISE_V03_GELU_ERF_FAST_Q2_BITS",
+            GELU_ERF_FAST_Q[2].to_bits() as i64,
+        ),
+        (
+            "FUSED_ELEMENTWISE_V03_GELU_ERF_FAST_U2_MAX_BITS",
+            GELU_ERF_FAST_U2_MAX.to_bits() as i64,
+        ),
     ]
 };
 
@@ -69,16 +91,39 @@ pub const fn threads(n: u64, per16: u64) -> u64 {
 }
 
 #[cfg(target_arch = "nvptx64")]
-use crate::fused_elementwise::gelu;
+use crate::fused_elementwise::{gelu, gelu_bf16};
 #[cfg(target_arch = "nvptx64")]
 use crate::gpu::bf16::{Storage, aligned16, each8};
 #[cfg(target_arch = "nvptx64")]
 use crate::gpu::{math, thread};
 
+/// The GELU a storage type runs: f32 the accurate erf (`gelu`), bf16 the cheap one
+/// (`gelu_bf16`), both with the tanh form unchanged.
+#[cfg(target_arch = "nvptx64")]
+trait Gelu {
+    fn gelu(u: f32, mode: u32) -> f32;
+}
+
+#[cfg(target_arch = "nvptx64")]
+impl Gelu for f32 {
+    #[inline(always)]
+    fn gelu(u: f32, mode: u32) -> f32 {
+        gelu(u, mode, math::exp2, math::rcp)
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+impl Gelu for u16 {
+    #[inline(always)]
+    fn gelu(u: f32, mode: u32) -> f32 {
+        gelu_bf16(u, mode, math::exp2, math::rcp, math::fma)
+    }
+}
+
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn run<T: Storage>(
+unsafe fn run<T: Storage + Gelu>(
     x: *const T,
     scale: *const T,
     bias: *const T,
@@ -121,7 +166,7 @@ unsafe fn run<T: Storage>(
             }
             let mut out = [0.0f32; 8];
             each8(T::PER16, |k| {
-                out[k] = gelu(math::fma(xv[k], sv[k], bv[k]), mode, math::exp2, math::rcp) + rv[k];
+                out[k] = T::gelu(math::fma(xv[k], sv[k], bv[k]), mode) + rv[k];
             });
             T::store16(y.add(start as usize), &out);
         } else {
@@ -132,10 +177,7 @@ unsafe fn run<T: Storage>(
                     T::load(scale.add(c as usize)),
                     T::load(bias.add(c as usize)),
                 );
-                T::store(
-                    y.add(i),
-                    gelu(u, mode, math::exp2, math::rcp) + T::load(res.add(i)),
-                );
+                T::store(y.add(i), T::gelu(u, mode) + T::load(res.add(i)));
                 c += 1;
                 if c == cols {
                     c = 0;
