@@ -3,6 +3,19 @@
 use super::launch::Kind;
 use crate::check::par_map;
 
+/// A row's `(mean, rstd)` in f64, two-pass: the mean (0 for RMSNorm), then
+/// `1 / sqrt(mean of squared deviations + eps)`.
+pub fn row_stats(k: Kind, row: &[f32], eps: f32) -> (f64, f64) {
+    let n = row.len() as f64;
+    let mean = if k == Kind::LayerNorm {
+        row.iter().map(|&v| v as f64).sum::<f64>() / n
+    } else {
+        0.0
+    };
+    let var = row.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / n;
+    (mean, 1.0 / (var + eps as f64).sqrt())
+}
+
 /// f64 reference, two-pass variance.
 pub fn norm_ref(
     k: Kind,
@@ -15,14 +28,7 @@ pub fn norm_ref(
 ) -> Vec<f32> {
     par_map(rows, |r| {
         let row = &x[r * cols..(r + 1) * cols];
-        let n = cols as f64;
-        let mean = if k == Kind::LayerNorm {
-            row.iter().map(|&v| v as f64).sum::<f64>() / n
-        } else {
-            0.0
-        };
-        let var = row.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / n;
-        let rstd = 1.0 / (var + eps as f64).sqrt();
+        let (mean, rstd) = row_stats(k, row, eps);
         row.iter()
             .enumerate()
             .map(|(j, &v)| {

@@ -7,7 +7,7 @@ use rooflab_kernels::norm::{v05_rows_per_warp, v06_cluster_row};
 use super::launch::{
     Kind, LADDER, NormArgs, Variant, auto, auto_choice, clusters_available, norm,
 };
-use super::reference::norm_ref;
+use super::reference::{norm_ref, row_stats};
 use crate::check::{compare_f32, random_f32, rng};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
@@ -43,16 +43,7 @@ pub const EPS: f32 = 1e-5;
 pub fn gain_scale(k: Kind, rows: usize, cols: usize, x: &[f32], w: &[f32]) -> f32 {
     let wmax = w.iter().fold(0.0f64, |m, &v| m.max((v as f64).abs()));
     let worst = (0..rows)
-        .map(|r| {
-            let row = &x[r * cols..(r + 1) * cols];
-            let n = cols as f64;
-            let mean = match k {
-                Kind::LayerNorm => row.iter().map(|&v| v as f64).sum::<f64>() / n,
-                Kind::RmsNorm => 0.0,
-            };
-            let var = row.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / n;
-            1.0 / (var + EPS as f64).sqrt()
-        })
+        .map(|r| row_stats(k, &x[r * cols..(r + 1) * cols], EPS).1)
         .fold(0.0f64, f64::max);
     ((worst * wmax / 2.7) as f32).max(1.0)
 }
@@ -416,10 +407,19 @@ mod unit_tests {
         let (_, abs) = tolerance(Dtype::F32, 7, true);
         let row = &x[7..14];
         let m32 = row.iter().fold(0.0f32, |s, &v| s + v) / 7.0;
-        let m64 = row.iter().map(|&v| v as f64).sum::<f64>() / 7.0;
-        let var = row.iter().map(|&v| (v as f64 - m64).powi(2)).sum::<f64>() / 7.0;
-        let shift = ((m32 as f64 - m64) / (var + EPS as f64).sqrt() * w[0] as f64).abs() as f32;
+        let (m64, rstd) = row_stats(Kind::LayerNorm, row, EPS);
+        let shift = ((m32 as f64 - m64) * rstd * w[0] as f64).abs() as f32;
         assert!(shift > abs && shift < abs * g, "{shift} vs {abs} x {g}");
+        // The bug the large-mean inputs exist for, planted: a one-pass f32 variance (E[x^2] -
+        // E[x]^2) misses the widened tolerance by far on the same row.
+        let sq = row.iter().fold(0.0f32, |s, &v| s + v * v) / 7.0;
+        let rstd1 = 1.0 / ((sq - m32 * m32).max(0.0) + EPS).sqrt();
+        let planted = row
+            .iter()
+            .zip(&w)
+            .map(|(&v, &wj)| ((v as f64 - m64) * (rstd1 as f64 - rstd) * wj as f64).abs())
+            .fold(0.0f64, f64::max) as f32;
+        assert!(planted > 10.0 * abs * g, "one-pass variance: {planted} vs {abs} x {g}");
         let (x, w, _) = inputs(Dtype::F32, 9, 4096, true, 5);
         assert_eq!(gain_scale(Kind::LayerNorm, 9, 4096, &x, &w), 1.0);
         assert_eq!(gain_scale(Kind::RmsNorm, 9, 4096, &x, &w), 1.0);
