@@ -14,7 +14,8 @@
 //!   bench cases and correctness tests for every variant;
 //! - [`peer`]: in-process peer libraries (cuBLAS), loaded at run time; [`torch_peer`]:
 //!   PyTorch eager and torch.compile in their own process, outputs checked;
-//! - [`testing`]: GPU tests as data, run by `tests/gpu.rs`;
+//! - [`testing`]: GPU tests as data, run by `tests/gpu.rs`; `warp_emulation` (unit tests
+//!   only): one warp's `ldmatrix`, `mma`, `movmatrix` and shuffles on the CPU;
 //! - [`lab`]: the guided lab's modes: [`explain`] (cost model of one case), [`docs`] (the
 //!   guide's generated tables and plots), [`profile`] (one launch under Nsight Compute).
 
@@ -41,6 +42,8 @@ pub mod testing;
 pub mod timing;
 pub mod tma;
 pub mod torch_peer;
+#[cfg(test)]
+pub(crate) mod warp_emulation;
 
 pub use error::{Error, Result};
 pub use gpu::Gpu;

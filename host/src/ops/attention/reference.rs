@@ -197,88 +197,11 @@ mod v03_emulation {
     use super::*;
     use crate::check::compare_f32;
     use crate::ops::attention::tests::{TOLERANCE, inputs};
-    use half::bf16;
+    use crate::warp_emulation::{Lanes, from_bits, halves, ldmatrix_x4, mma, pack, shfl_xor, to_bits};
     use rooflab_kernels::attention::v03_flash_mma::{
         self as v3, BC, BR, STAGES, THREADS, WARPS, acc_row_col, copy_chunk, k_frag_offset, k_lane,
         p_source, q_lane, shared_bytes, stage_offset, swizzled_byte_offset, v_frag_offset, v_lane,
     };
-
-    type Lanes<T> = [T; 32];
-
-    fn to_bits(x: f32) -> u16 {
-        bf16::from_f32(x).to_bits()
-    }
-    fn from_bits(b: u16) -> f32 {
-        bf16::from_bits(b).to_f32()
-    }
-    /// Two bf16 in one register, `lo` in the low half (`cvt.rn.bf16x2.f32`'s packing).
-    fn pack(lo: f32, hi: f32) -> u32 {
-        to_bits(lo) as u32 | (to_bits(hi) as u32) << 16
-    }
-    fn halves(w: u32) -> [f32; 2] {
-        [from_bits(w as u16), from_bits((w >> 16) as u16)]
-    }
-
-    /// `ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16` on `smem` (bytes as u16 words):
-    /// lane `l` addresses row `l % 8` of matrix `l / 8`; register `i` of lane `l` holds
-    /// row `l / 4`, columns `2·(l % 4)`, `+1` of matrix `i`, or with `.trans` rows
-    /// `2·(l % 4)`, `+1` of column `l / 4`. Each phase of 8 addresses must be 16-byte
-    /// aligned, inside `limit` (the tile read) and on 8 distinct bank groups.
-    fn ldmatrix_x4(smem: &[u16], addr: &Lanes<u32>, limit: (u32, u32), trans: bool) -> Lanes<[u32; 4]> {
-        for i in 0..4 {
-            let mut groups = 0u32;
-            for r in 0..8 {
-                let a = addr[8 * i + r];
-                assert!(a.is_multiple_of(16) && a >= limit.0 && a + 16 <= limit.1, "ldmatrix address {a}");
-                groups |= 1 << ((a / 16) % 8);
-            }
-            assert_eq!(groups, 0xff, "bank conflict in ldmatrix matrix {i}: {:?}", &addr[8 * i..8 * i + 8]);
-        }
-        let el = |i: usize, r: usize, c: usize| smem[(addr[8 * i + r] / 2) as usize + c];
-        std::array::from_fn(|l| {
-            let (g, t) = (l / 4, l % 4);
-            std::array::from_fn(|i| {
-                let (a, b) = if trans {
-                    (el(i, 2 * t, g), el(i, 2 * t + 1, g))
-                } else {
-                    (el(i, g, 2 * t), el(i, g, 2 * t + 1))
-                };
-                a as u32 | (b as u32) << 16
-            })
-        })
-    }
-
-    /// `mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32`, the fragments as the PTX ISA
-    /// places them (g = lane / 4, t = lane % 4): A a0 (g, 2t..), a1 (g + 8, 2t..), a2 (g,
-    /// 2t + 8..), a3 (g + 8, 2t + 8..); B b0 (k 2t.., n g), b1 (k 2t + 8.., n g); C/D c0, c1
-    /// (g, 2t, 2t + 1), c2, c3 (g + 8, ..).
-    fn mma(a: &Lanes<[u32; 4]>, b: &Lanes<[u32; 2]>, c: &Lanes<[f32; 4]>) -> Lanes<[f32; 4]> {
-        let mut am = [[f32::NAN; 16]; 16];
-        let mut bm = [[f32::NAN; 8]; 16];
-        for l in 0..32 {
-            let (g, t) = (l / 4, l % 4);
-            for (reg, (r, k)) in [(g, 2 * t), (g + 8, 2 * t), (g, 2 * t + 8), (g + 8, 2 * t + 8)]
-                .into_iter()
-                .enumerate()
-            {
-                [am[r][k], am[r][k + 1]] = halves(a[l][reg]);
-            }
-            [bm[2 * t][g], bm[2 * t + 1][g]] = halves(b[l][0]);
-            [bm[2 * t + 8][g], bm[2 * t + 9][g]] = halves(b[l][1]);
-        }
-        std::array::from_fn(|l| {
-            let (g, t) = (l / 4, l % 4);
-            std::array::from_fn(|e| {
-                let (r, n) = (g + 8 * (e / 2), 2 * t + e % 2);
-                let dot: f64 = (0..16).map(|k| am[r][k] as f64 * bm[k][n] as f64).sum();
-                (c[l][e] as f64 + dot) as f32
-            })
-        })
-    }
-
-    fn shfl_xor(x: &Lanes<f32>, mask: usize) -> Lanes<f32> {
-        std::array::from_fn(|l| x[l ^ mask])
-    }
 
     /// The kernel's `copy_tile`: `rows` rows of D from row `r0` of `head` (rows ≥ seq
     /// zero-filled) into the swizzled tile at byte `dst`, every slot written once.
