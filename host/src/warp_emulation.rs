@@ -111,10 +111,10 @@ mod tests {
             (8 * r + c) as u32 | ((8 * r + c + 1) as u32) << 16
         });
         let t = movmatrix_trans(&x);
-        for l in 0..32 {
+        for (l, w) in t.iter().enumerate() {
             let (r, c) = (l / 4, 2 * (l % 4));
-            assert_eq!(t[l] & 0xffff, (8 * c + r) as u32);
-            assert_eq!(t[l] >> 16, (8 * (c + 1) + r) as u32);
+            assert_eq!(w & 0xffff, (8 * c + r) as u32);
+            assert_eq!(w >> 16, (8 * (c + 1) + r) as u32);
         }
         assert_eq!(movmatrix_trans(&t), x);
     }
