@@ -20,6 +20,7 @@ pub mod v02_gqa_grouped;
 pub mod v03_split_k;
 pub mod v04_vectorized_pipeline;
 pub mod v05_mma_heads;
+pub mod v06_keys_as_rows;
 
 /// The head dims the kernels are built for.
 pub const HEAD_DIMS: [u32; 2] = [64, 128];
@@ -76,12 +77,13 @@ macro_rules! one_launch_entry {
 }
 pub(crate) use one_launch_entry;
 
-/// `pipeline_entry! { /// docs  NAME => BODY::<GENERICS> [, launch_bounds(THREADS)] }`: a
-/// v04/v05 entry (the decode parameters with `out` and the split workspace, then the split
-/// length) calling the step's body with its compile-time shape.
+/// `pipeline_entry! { /// docs  NAME => BODY::<GENERICS> [, launch_bounds(THREADS[, BLOCKS])] }`:
+/// a v04-v06 entry (the decode parameters with `out` and the split workspace, then the split
+/// length) calling the step's body with its compile-time shape; `BLOCKS` (default 1) is the
+/// `.minnctapersm` the registers are capped for.
 macro_rules! pipeline_entry {
     ($(#[$doc:meta])* $name:ident => $($body:ident)::+ <$($g:literal),*>
-        $(, launch_bounds($threads:expr))?) => {
+        $(, launch_bounds($threads:expr $(, $blocks:expr)?))?) => {
         crate::kernel! {
             $(#[$doc])*
             pub unsafe fn $name(
@@ -100,7 +102,7 @@ macro_rules! pipeline_entry {
                 scale: f32,
                 split_len: u32,
             ) {
-                $(crate::gpu::launch_bounds::<{ $threads }, 1>();)?
+                $(crate::gpu::launch_bounds::<{ $threads }, { 1 $(* $blocks)? }>();)?
                 // SAFETY: forwarded; the host launches the grid and shared memory of the
                 // step's header (see its `body`).
                 unsafe {
@@ -270,7 +272,7 @@ pub(crate) unsafe fn paged_range<const D: usize, const PER: usize, const PARTIAL
     }
 }
 
-/// The end of v04 and v05: the block's `WARPS` warps have left their partial rows in shared
+/// The end of v04-v06: the block's `WARPS` warps have left their partial rows in shared
 /// memory, `mo[w][g][D]` (f32, unnormalized) and `ml[w][g]` = (max in the log2 domain, sum),
 /// for the block's `GC` heads; merge them per head (heads past the GQA group skipped) and
 /// write the normalized bf16 row to `out` (one split: `gridDim.z == 1`) or the unnormalized

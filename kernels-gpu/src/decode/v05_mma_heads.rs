@@ -61,7 +61,7 @@ pub const fn chunk_offset(lane: u32, i: u32) -> u32 {
 const _: () = assert!(TILE == 32 && HEADS == 16);
 
 #[cfg(target_arch = "nvptx64")]
-mod dev {
+pub(super) mod dev {
     use super::*;
     use crate::attention::v03_flash_mma::{
         acc_row_col, k_lane_offset, k_step_offset, p_source, v_lane_offset, v_step_offset,
@@ -73,23 +73,24 @@ mod dev {
     use crate::gpu::{math, shared, sync_threads, thread, warp};
 
     /// Issue (not commit) lane `lane`'s copies of a K or V buffer at `.shared` address
-    /// `dst`: rows `lane/2` and `lane/2 + 16`, whose cache rows are `rows` (`u32::MAX`: past
-    /// the slice, 0 bytes copied, zero-filled), chunks `2c + lane % 2` at the swizzled offsets
-    /// `coff[c % 4] + 128·(c / 4)` ([`chunk_offset`]).
+    /// `dst`: rows `lane/2 + 16·j` for `j < R` (v05: 2 of its 32-key tiles, v06: 1 of its
+    /// 16), whose cache rows are `rows` (`u32::MAX`: past the slice, 0 bytes copied,
+    /// zero-filled), chunks `2c + lane % 2` at the swizzled offsets `coff[c % 4] + 128·(c / 4)`
+    /// ([`chunk_offset`]).
     ///
     /// # Safety
     /// `cache` has every row in `rows` (other than `u32::MAX`), each of D bf16, 16-byte
-    /// aligned; `dst` is a `TILE × D` bf16 buffer in shared memory.
+    /// aligned; `dst` is a `16·R × D` bf16 buffer in shared memory.
     #[inline(always)]
-    unsafe fn load_rows<const D: usize>(
+    pub(in crate::decode) unsafe fn load_rows<const D: usize, const R: usize>(
         cache: *const u16,
         dst: u32,
-        rows: [u32; 2],
+        rows: [u32; R],
         lane: u32,
         coff: [u32; 4],
     ) {
         let (pair_row, odd) = (lane / 2, lane % 2);
-        unroll!(2, j => {
+        unroll!(R, j => {
             let ok = rows[j] != u32::MAX;
             // SAFETY: the caller's contract; a row past the slice reads 0 bytes (from the
             // cache's start).
@@ -218,7 +219,7 @@ mod dev {
                 }
                 let rows = rows_of(slot);
                 if c < chunks_mine {
-                    load_rows::<D>(cache_of(c), ring + c * tile_bytes, rows, lane, coff);
+                    load_rows::<D, 2>(cache_of(c), ring + c * tile_bytes, rows, lane, coff);
                 }
                 commit_group();
             }
@@ -239,7 +240,7 @@ mod dev {
                 let rows = rows_of(slot);
                 if next < chunks_mine {
                     let dst = ring + (next % STAGES) * tile_bytes;
-                    load_rows::<D>(cache_of(next), dst, rows, lane, coff);
+                    load_rows::<D, 2>(cache_of(next), dst, rows, lane, coff);
                 }
                 commit_group();
                 wait_group::<{ STAGES - 1 }>();

@@ -110,6 +110,25 @@ pub unsafe fn ldmatrix_x4_trans(addr: u32) -> [u32; 4] {
     [r0, r1, r2, r3]
 }
 
+/// The transpose of an 8×8 b16 matrix held in fragment layout
+/// (`movmatrix.sync.aligned.m8n8.trans.b16`): lane `l` holds row `l >> 2`, columns
+/// `2·(l % 4)`, `+1` before, and the same places of the transpose after. Turns a C fragment
+/// (rows of M) packed to bf16 into the B fragment of the product by its transpose without
+/// shared memory (decode v06's weights). All 32 lanes execute it together.
+#[inline(always)]
+pub fn movmatrix_trans(x: u32) -> u32 {
+    let r: u32;
+    // SAFETY: register operands only; the callers keep the whole warp converged here.
+    unsafe {
+        asm!(
+            "movmatrix.sync.aligned.m8n8.trans.b16 {0}, {1};",
+            out(reg32) r, in(reg32) x,
+            options(pure, nomem, nostack)
+        )
+    };
+    r
+}
+
 /// Two f32 -> one 32-bit word of two bf16, round to nearest even (`cvt.rn.bf16x2.f32`):
 /// `lo` in the low half (the lower address). The epilogue's packing of `c[0], c[1]`.
 #[inline(always)]

@@ -34,14 +34,10 @@ impl Variant {
             // v03's partial rows (B·Hq·splits·(D + 2) f32, written and read) depend on the
             // GPU's SM count and are a fraction of a percent of the KV bytes: not modelled.
             Variant::V02GqaGrouped | Variant::V03SplitK => base,
-            // v04 reads a KV head once per chunk of up to 8 of its query heads, v05 of 16.
-            Variant::V04VectorizedPipeline | Variant::V05MmaHeads => {
+            // A KV head is read once per chunk of its query heads: up to 8 (v04, v06), 16 (v05).
+            Variant::V04VectorizedPipeline | Variant::V05MmaHeads | Variant::V06KeysAsRows => {
                 let group = (s.hq / s.hkv) as u32;
-                let gc = if self == Variant::V05MmaHeads {
-                    rooflab_kernels::decode::v05_mma_heads::HEADS
-                } else {
-                    rooflab_kernels::decode::v04_vectorized_pipeline::group_chunk(group)
-                };
+                let (gc, _) = self.pipeline_block(s.dim, group);
                 let chunks = group.div_ceil(gc) as u64;
                 let keys: u64 = lens.iter().map(|&l| l as u64).sum();
                 let extra = (chunks - 1) * 2 * keys * s.hkv as u64 * s.dim as u64;

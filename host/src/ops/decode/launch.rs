@@ -3,7 +3,7 @@
 
 use rooflab_kernels::decode::{
     HEAD_DIMS, MAX_GROUP, shared_f32, v01_block_per_head, v02_gqa_grouped, v03_split_k,
-    v04_vectorized_pipeline as v04, v05_mma_heads as v05,
+    v04_vectorized_pipeline as v04, v05_mma_heads as v05, v06_keys_as_rows as v06,
 };
 
 use crate::bench::KernelUse;
@@ -19,14 +19,16 @@ pub enum Variant {
     V03SplitK,
     V04VectorizedPipeline,
     V05MmaHeads,
+    V06KeysAsRows,
 }
 
-pub const LADDER: [Variant; 5] = [
+pub const LADDER: [Variant; 6] = [
     Variant::V01BlockPerHead,
     Variant::V02GqaGrouped,
     Variant::V03SplitK,
     Variant::V04VectorizedPipeline,
     Variant::V05MmaHeads,
+    Variant::V06KeysAsRows,
 ];
 
 /// The sizes of one decode step.
@@ -110,8 +112,9 @@ pub type PipelineKernel = Kernel<(
     u32,
 )>;
 
-/// How v04 or v05 launches at a shape: heads a block (`gc`), blocks a KV head (`chunks`),
-/// keys a split and splits (v05 keeps v04's pipeline constants, so `v04::split_len`).
+/// How v04, v05 or v06 launches at a shape: heads a block (`gc`), blocks a KV head
+/// (`chunks`), keys a split and splits (v05 and v06 keep v04's split rule, `v04::split_len`,
+/// with the blocks an SM each holds).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PipelinePlan {
     pub gc: u32,
@@ -126,7 +129,11 @@ impl PipelinePlan {
     pub fn new(var: Variant, s: &DecodeShape, lens: &[u32], sms: u32) -> PipelinePlan {
         let group = (s.hq / s.hkv.max(1)) as u32;
         let (gc, smem) = var.pipeline_block(s.dim, group);
-        let resident = v04::resident_blocks(smem);
+        let resident = if var == Variant::V06KeysAsRows {
+            v06::resident_blocks(s.dim as u32)
+        } else {
+            v04::resident_blocks(smem)
+        };
         let chunks = group.div_ceil(gc).max(1);
         let total: u64 = lens.iter().map(|&l| l as u64).sum();
         let max_len = lens.iter().copied().max().unwrap_or(0);
@@ -145,28 +152,34 @@ impl PipelinePlan {
 impl Variant {
     /// Whether the step runs v04's pipeline (one kernel per shape, [`PipelinePlan`]).
     pub fn pipelined(self) -> bool {
-        matches!(self, Variant::V04VectorizedPipeline | Variant::V05MmaHeads)
+        matches!(
+            self,
+            Variant::V04VectorizedPipeline | Variant::V05MmaHeads | Variant::V06KeysAsRows
+        )
     }
 
-    /// v04's or v05's heads a block and dynamic shared memory at head dim `dim` for a GQA
-    /// group of `group` (v04: the group's chunk of up to 8, built per chunk; v05: 16).
+    /// A pipelined step's heads a block and dynamic shared memory at head dim `dim` for a
+    /// GQA group of `group` (v04: the group's chunk of up to 8, built per chunk; v05: 16;
+    /// v06: 8).
     pub fn pipeline_block(self, dim: usize, group: u32) -> (u32, u32) {
         if self == Variant::V05MmaHeads {
             (v05::HEADS, v05::shared_bytes(dim as u32))
+        } else if self == Variant::V06KeysAsRows {
+            (v06::HEADS, v06::shared_bytes(dim as u32))
         } else {
             let gc = v04::group_chunk(group);
             (gc, v04::shared_bytes(dim as u32, gc))
         }
     }
 
-    /// v04's or v05's kernel for head dim `dim` and (v04) `gc` heads a block.
+    /// A pipelined step's kernel for head dim `dim` and (v04) `gc` heads a block.
     pub fn pipeline_kernel(self, dim: usize, gc: u32) -> PipelineKernel {
-        if self == Variant::V05MmaHeads {
-            return if dim == 128 {
-                v05::decode_v05_mma_heads_d128
-            } else {
-                v05::decode_v05_mma_heads_d64
-            };
+        match (self, dim) {
+            (Variant::V05MmaHeads, 128) => return v05::decode_v05_mma_heads_d128,
+            (Variant::V05MmaHeads, _) => return v05::decode_v05_mma_heads_d64,
+            (Variant::V06KeysAsRows, 128) => return v06::decode_v06_keys_as_rows_d128,
+            (Variant::V06KeysAsRows, _) => return v06::decode_v06_keys_as_rows_d64,
+            _ => {}
         }
         match (dim, gc) {
             (128, 1) => v04::decode_v04_vectorized_pipeline_d128_g1,
@@ -203,7 +216,7 @@ impl Variant {
     fn main_kernel(self, dim: usize) -> KernelId {
         match self {
             Variant::V03SplitK => Self::partial_kernel(dim).id(),
-            Variant::V04VectorizedPipeline | Variant::V05MmaHeads => {
+            Variant::V04VectorizedPipeline | Variant::V05MmaHeads | Variant::V06KeysAsRows => {
                 self.pipeline_kernel(dim, 4).id()
             }
             _ => self.kernel(dim).id(),
@@ -225,7 +238,9 @@ impl Variant {
         match self {
             Variant::V01BlockPerHead => 1,
             Variant::V02GqaGrouped | Variant::V03SplitK => s.hq / s.hkv.max(1),
-            Variant::V04VectorizedPipeline | Variant::V05MmaHeads => v04::WARPS as usize,
+            Variant::V04VectorizedPipeline | Variant::V05MmaHeads | Variant::V06KeysAsRows => {
+                v04::WARPS as usize
+            }
         }
     }
 
@@ -486,7 +501,7 @@ pub fn decode(gpu: &Gpu, var: Variant, q: &Buf, kv: &PagedKv, out: &mut Buf) -> 
     }
 }
 
-/// v04 and v05: one launch straight into `out` when the plan has one split, else the
+/// v04-v06: one launch straight into `out` when the plan has one split, else the
 /// partial rows into the workspace and v03's combine.
 fn decode_pipelined(gpu: &Gpu, var: Variant, q: &Buf, kv: &PagedKv, out: &mut Buf) -> Result<()> {
     let s = kv.shape;
@@ -546,7 +561,7 @@ fn decode_pipelined(gpu: &Gpu, var: Variant, q: &Buf, kv: &PagedKv, out: &mut Bu
     split_then_combine(gpu, &s, plan.splits, op, out, |wo, wml| run(None, Some(wo), Some(wml)))
 }
 
-/// The split path of v03, v04 and v05: `partial` writes the B·Hq·splits partial rows (D f32
+/// The split path of v03-v06: `partial` writes the B·Hq·splits partial rows (D f32
 /// each, unnormalized) and as many (m, l) pairs into the GPU's workspace, then v03's combine
 /// merges each (sequence, query head)'s rows into `out`, one warp a row.
 fn split_then_combine(
@@ -678,6 +693,18 @@ mod unit_tests {
             }
             assert_eq!(seen.len() as u32, v05::TILE * d / 8);
         }
+        // v06: chunks of 8 heads; two blocks an SM at D 128 (96 KiB of rings, 128
+        // registers), three at D 64, so twice v05's splits at batch 1 × L 32768.
+        for (hq, hkv, chunks) in [(12, 2, 1), (32, 1, 4), (3, 1, 1), (32, 8, 1)] {
+            let p = PipelinePlan::new(Variant::V06KeysAsRows, &DecodeShape { hq, hkv, ..s }, &[100], 132);
+            assert_eq!((p.gc, p.chunks), (8, chunks), "Hq {hq} Hkv {hkv}");
+        }
+        assert_eq!(v06::shared_bytes(128), 96 * 1024);
+        assert_eq!((v06::resident_blocks(128), v06::resident_blocks(64)), (2, 3));
+        let p = PipelinePlan::new(Variant::V06KeysAsRows, &one, &[32768], 132);
+        assert_eq!((p.split_len, p.splits), (512, 64));
+        assert_eq!(Variant::V06KeysAsRows.stem(), "v06_keys_as_rows");
+        assert_eq!(v04::split_len(1, 1, 1, 1) % v06::TILE, 0);
         let g16 = DecodeShape { hq: 16, hkv: 1, ..s };
         assert!(4 * shared_f32(Variant::V02GqaGrouped.warps(&g16) as u32, 128) <= 48 * 1024);
     }

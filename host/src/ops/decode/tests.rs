@@ -223,10 +223,10 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
             Ok(())
         },
     ));
-    // The pipelined steps' head chunks: groups of 6 (v04: one chunk of 8, two heads
-    // masked; v05: one of 16), 32 (v04: four chunks; v05: two) and 3 (v04: a chunk of 4,
-    // one masked); short contexts (one split) and long (several).
-    for v in [Variant::V04VectorizedPipeline, Variant::V05MmaHeads] {
+    // The pipelined steps' head chunks: groups of 6 (v04, v06: one chunk of 8, two heads
+    // masked; v05: one of 16), 32 (v04, v06: four chunks; v05: two) and 3 (v04: a chunk of
+    // 4, one masked; v06: of 8, five masked); short contexts (one split) and long (several).
+    for v in [Variant::V04VectorizedPipeline, Variant::V05MmaHeads, Variant::V06KeysAsRows] {
         t.push(GpuTest::new(format!("decode_{}_head_chunks_match_cpu", v.stem()), move |gpu| {
             for (i, (hq, hkv, dim, page_size, lens)) in [
                 (12, 2, 128, 16, vec![700, 33]),

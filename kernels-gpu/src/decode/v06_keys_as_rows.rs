@@ -1,0 +1,349 @@
+//! decode/v06_keys_as_rows — the keys as the rows of the tensor-core tile, the heads as its
+//! eight columns, and two blocks an SM.
+//!
+//! Changed from v05 (same per-warp `cp.async` ring of K-or-V buffers, same splits, same
+//! merge and combine): v05 runs at 53-73% of the DRAM roof with one block of 8 warps an SM
+//! (its 192 KiB of rings leave room for no second), 13 cycles between a warp's instructions
+//! and the SMs at 13% of their issue rate (ncu, H200, 2026-12-03): latency with too few warps,
+//! and a GQA group of 4 fills 4 of its 16 mma rows. Here the product is transposed:
+//! - Sᵀ = K·qᵀ: a tile is `TILE` = 16 keys, the M of `mma.m16n8k16`; the chunk's `HEADS` = 8
+//!   query heads are its N (a group of 4 wastes half the columns instead of three quarters
+//!   of the rows, so half v05's mmas a key). K's A fragments come from the swizzled K buffer
+//!   by `ldmatrix.x4` (lane `l`: key `l % 16`, chunk `2kk + l / 16`: attention v03's Q
+//!   layout); q's B fragments (head `l / 4`, dims `16kk + 2·(l % 4)` and `+8`) are loaded
+//!   from global memory once.
+//! - The online softmax runs on Sᵀ's C fragments: lane `l` holds keys `l / 4`, `l / 4 + 8`
+//!   of heads `2·(l % 4)`, `+1`; a head's max over the tile is three shuffles (lanes 4, 8,
+//!   16 apart).
+//! - Oᵀ += Vᵀ·Pᵀ: Vᵀ's A fragments (16 dims × 16 keys) from the V buffer by
+//!   `ldmatrix.x4.trans` (attention v03's K layout); Pᵀ's B fragments (keys `2·(l % 4)..` of
+//!   head `l / 4`) are the transposes of the packed C fragments: one `movmatrix.trans` per
+//!   8×8 (four a tile with the family's hi + lo split of the f32 weights), no shared memory.
+//! - The smaller tiles halve the ring (96 KiB at D 128): two blocks, 16 warps, an SM, and
+//!   the registers are capped for them (`MIN_BLOCKS_*`).
+//!
+//! Per 16-key tile and warp at D = 128: 8 `ldmatrix` + 8 mmas for Sᵀ, 8 `ldmatrix` + 16
+//! mmas for Oᵀ, 4 `movmatrix`, ~40 softmax instructions and 16 copies a lane (v05: twice
+//! the mmas per key).
+//!
+//! Thread mapping: grid (Hkv · chunks, B, splits) with chunks = ⌈(Hq/Hkv)/8⌉, `WARPS`
+//! warps a block; warp `w` takes tiles `w, w + WARPS, ..` of the block's slice; lane `l`
+//! holds Oᵀ's C fragments (dims `16i + l / 4`, `+8` of heads `2·(l % 4)`, `+1`), finds key
+//! `l`'s cache row (lanes below 16), and copies row `l / 2` of each buffer (chunks
+//! `2c + l % 2`, v05's copy layout with one row a lane).
+//!
+//! Memory traffic: the KV bytes the context lengths need, once for groups up to 8; q and
+//! out; with splits, `B·Hq·splits·(D + 2)` f32 partials written and read by the combine.
+//!
+//! Expected bound: DRAM.
+
+use crate::attention::v03_flash_mma::{q_lane, swizzled_byte_offset};
+
+/// v04's pipeline shape (warps a block, buffers a warp's ring) and its splits
+/// (`v04_vectorized_pipeline::split_len`, whose lengths are multiples of 32 keys).
+pub use super::v04_vectorized_pipeline::{STAGES, THREADS, WARPS};
+/// v05's copy layout: lane `l`'s chunk offsets in a buffer row.
+pub use super::v05_mma_heads::chunk_offset;
+/// Keys a tile: the M of `mma.m16n8k16`.
+pub const TILE: u32 = 16;
+/// Query heads a block: the N of `mma.m16n8k16`.
+pub const HEADS: u32 = 8;
+/// Blocks an SM the registers are capped for (`.minnctapersm`): at D 128 the rings leave
+/// room for two (128 registers a thread), at D 64 for four, capped at three (85 registers).
+pub const MIN_BLOCKS_D64: u32 = 3;
+pub const MIN_BLOCKS_D128: u32 = 2;
+
+// A split (a multiple of 32 keys) is whole tiles; one buffer row per lane pair.
+const _: () = assert!(TILE == 16 && HEADS == 8 && 32 % TILE == 0);
+
+/// Dynamic shared memory of a block at head dim `d`: the warps' rings of K or V tiles
+/// (bf16), reused at the end for the warps' partial rows (f32) and their (m, l).
+pub const fn shared_bytes(d: u32) -> u32 {
+    let ring = WARPS * STAGES * TILE * d * 2;
+    let merge = WARPS * HEADS * (d + 2) * 4;
+    if ring > merge { ring } else { merge }
+}
+
+/// Blocks an SM holds at head dim `d`: the fewer of what shared memory allows and what
+/// the register cap is built for.
+pub const fn resident_blocks(d: u32) -> u32 {
+    let by_smem = super::v04_vectorized_pipeline::resident_blocks(shared_bytes(d));
+    let by_regs = if d == 128 { MIN_BLOCKS_D128 } else { MIN_BLOCKS_D64 };
+    if by_smem < by_regs { by_smem } else { by_regs }
+}
+
+/// Byte offset in a K buffer of lane `lane`'s `ldmatrix.x4` row for Sᵀ's A fragment at k16
+/// step `kk = 4j + i`: this for `i`, plus `128·j` (the swizzle's XOR touches the low 3 bits
+/// of the chunk index only). Key `lane % 16`, chunk `2kk + lane / 16`.
+pub const fn k_lane_offset(d: u32, lane: u32, i: u32) -> u32 {
+    let (r, c) = q_lane(lane, i);
+    swizzled_byte_offset(d, r, c)
+}
+
+/// Byte offset in a V buffer of lane `lane`'s `ldmatrix.x4.trans` row for Vᵀ's A fragment
+/// of dims `16·(4j + i) ..`: this for `i`, plus `128·j`. Matrix `lane / 8` is keys 0-7 or
+/// 8-15 (`lane / 16`) × the d-tile's first or second 8 dims (`(lane / 8) % 2`), which the
+/// transposing load turns into A's a0 (dims 0-7, keys 0-7), a1 (dims 8-15), a2 (keys 8-15),
+/// a3.
+pub const fn v_lane_offset(d: u32, lane: u32, i: u32) -> u32 {
+    swizzled_byte_offset(d, lane % 8 + (lane / 16) * 8, 2 * i + (lane / 8) % 2)
+}
+
+/// The (key in the tile, head in the chunk) of Sᵀ's C-fragment element `e` of lane `lane`;
+/// Oᵀ's element `e` of d-tile `i` is (dim `16i` + the key's place, the same head).
+pub const fn st_key_head(lane: u32, e: u32) -> (u32, u32) {
+    (lane / 4 + 8 * (e / 2), 2 * (lane % 4) + e % 2)
+}
+
+#[cfg(target_arch = "nvptx64")]
+mod dev {
+    use super::*;
+    use crate::bf16_gemm::unroll;
+    use crate::decode::v05_mma_heads::dev::load_rows;
+    use crate::gpu::async_copy::{commit_group, shared_addr, wait_group};
+    use crate::gpu::mma::{
+        ldmatrix_x4, ldmatrix_x4_trans, mma_m16n8k16_bf16, movmatrix_trans, split_bf16x2,
+    };
+    use crate::gpu::vector::F32x4;
+    use crate::gpu::{math, shared, sync_threads, thread, warp};
+
+    /// The kernel body for head dim `D`, `KS = D/16` k16 steps of Sᵀ and d-tiles of Oᵀ.
+    ///
+    /// # Safety
+    /// The buffers have decode's shapes (`super::super`); every block-table entry a context
+    /// needs is `< num_pages`, every length is in `1..=max_pages·page_size` and cache rows
+    /// (`num_pages·page_size·Hkv`) fit in u32 (host-checked); the launch is grid
+    /// (Hkv·chunks, B, splits) with chunks = ⌈(Hq/Hkv)/HEADS⌉, `THREADS` threads and
+    /// `shared_bytes(D)` of dynamic shared memory; with `splits > 1` the workspace holds
+    /// `B·Hq·splits` rows of D f32 and as many (m, l) pairs, and `split_len` (a multiple of
+    /// `TILE`) times `splits` covers the longest context.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn body<const D: usize, const KS: usize>(
+        q: *const u16,
+        k_cache: *const u16,
+        v_cache: *const u16,
+        block_table: *const u32,
+        context_lens: *const u32,
+        out: *mut u16,
+        ws_o: *mut f32,
+        ws_ml: *mut f32,
+        hq: u32,
+        hkv: u32,
+        page_size: u32,
+        max_pages: u32,
+        scale: f32,
+        split_len: u32,
+    ) {
+        const { assert!(D == 16 * KS && D.is_multiple_of(64) && KS <= 16) };
+        let d = D as u32;
+        let tile_bytes = TILE * d * 2;
+        let t = thread::thread_idx_x();
+        let (w, lane) = (t / 32, warp::lane_id());
+        let (g, tq) = (lane / 4, lane % 4);
+        let group = hq / hkv;
+        let chunks = thread::grid_dim_x() / hkv;
+        let (kvh, chunk) = (thread::block_idx_x() / chunks, thread::block_idx_x() % chunks);
+        let b = thread::block_idx_y();
+        let z = thread::block_idx_z();
+        let sl = scale * core::f32::consts::LOG2_E;
+        // Asked for as F32x4 so the shared block is declared 16-byte aligned.
+        let base = shared::dynamic_shared_mem::<F32x4>();
+        let sm = shared_addr(base);
+        // SAFETY: (whole body) global reads are q rows (b, head < Hq) and cache rows of
+        // pages the table names for keys < the context length (past it, copies of 0 bytes
+        // that zero-fill); shared accesses stay in `shared_bytes(D)`: warp w's ring, then
+        // (after the barrier that ends every warp's loop) the merge area; every thread
+        // reaches both barriers and every warp-wide instruction (the branches around them
+        // are warp-uniform).
+        unsafe {
+            let len = *context_lens.add(b as usize);
+            let begin = (z as u64 * split_len as u64).min(len as u64) as u32;
+            let end = (begin as u64 + split_len as u64).min(len as u64) as u32;
+
+            // qᵀ's B fragments (PTX ISA, m16n8k16 B: b0 = k 2t, 2t+1 of column g, b1 = k
+            // 2t+8, 2t+9): head g of the chunk, raw bf16 pairs; heads past the group stay
+            // zero (their scores are 0, their rows dropped by the merge).
+            let h0 = chunk * HEADS;
+            let mut qf = [[0u32; 2]; KS];
+            if h0 + g < group {
+                let row = q.add((b * hq + kvh * group + h0 + g) as usize * D);
+                unroll!(KS, kk => {
+                    unroll!(2, i => {
+                        qf[kk][i] = *(row.add(16 * kk + 2 * tq as usize + 8 * i) as *const u32);
+                    });
+                });
+            }
+
+            let ring = sm + w * STAGES * tile_bytes;
+            let table = block_table.add(b as usize * max_pages as usize);
+            // Warp w's tiles: w, w + WARPS, .. of [begin, end); its chunks K0, V0, K1, V1, ..
+            let tiles = (end - begin).div_ceil(TILE);
+            let mine = if w < tiles { (tiles - w).div_ceil(WARPS) } else { 0 };
+            let start_of = |i: u32| begin + (w + i * WARPS) * TILE;
+            // Lane l (< 16)'s key of the tile starting at `j0`: its cache row (u32::MAX past
+            // the slice, and for lanes 16-31).
+            let slot_of = |j0: u32| {
+                let j = j0 + lane;
+                if lane < TILE && j < end {
+                    let page = *table.add((j / page_size) as usize) as u64;
+                    ((page * page_size as u64 + (j % page_size) as u64) * hkv as u64
+                        + kvh as u64) as u32
+                } else {
+                    u32::MAX
+                }
+            };
+            // Copies: a lane pair per row (v05's layout), 16 rows an instruction: lane l
+            // copies row l/2, whose cache row the lane that looked it up passes by shuffle.
+            let coff: [u32; 4] = core::array::from_fn(|i| chunk_offset(lane, i as u32));
+            let rows_of = |slot: u32| [warp::shfl_idx_u32(slot, lane / 2)];
+            let cache_of = |c: u32| if c.is_multiple_of(2) { k_cache } else { v_cache };
+
+            let chunks_mine = 2 * mine;
+            // The slot of the tile whose K chunk was issued last (its V chunk follows).
+            let mut slot = 0u32;
+            for c in 0..STAGES - 1 {
+                if c < chunks_mine && c.is_multiple_of(2) {
+                    slot = slot_of(start_of(c / 2));
+                }
+                let rows = rows_of(slot);
+                if c < chunks_mine {
+                    load_rows::<D, 1>(cache_of(c), ring + c * tile_bytes, rows, lane, coff);
+                }
+                commit_group();
+            }
+
+            let klo: [u32; 4] = core::array::from_fn(|i| k_lane_offset(d, lane, i as u32));
+            let vlo: [u32; 4] = core::array::from_fn(|i| v_lane_offset(d, lane, i as u32));
+            // Oᵀ: d-tile i, the lane's dims 16i + g, +8 of heads 2tq, 2tq + 1.
+            let mut acc = [[0.0f32; 4]; KS];
+            // Running max (raw scores) and per-lane partial sums of heads 2tq, 2tq + 1.
+            let mut m = [f32::NEG_INFINITY; 2];
+            let mut l = [0.0f32; 2];
+            // The last K tile's weights as Pᵀ's B fragments, bf16 hi then lo, for its V tile.
+            let mut pb = [[0u32; 2]; 2];
+            for c in 0..chunks_mine {
+                let next = c + STAGES - 1;
+                if next < chunks_mine && next.is_multiple_of(2) {
+                    slot = slot_of(start_of(next / 2));
+                }
+                let rows = rows_of(slot);
+                if next < chunks_mine {
+                    let dst = ring + (next % STAGES) * tile_bytes;
+                    load_rows::<D, 1>(cache_of(next), dst, rows, lane, coff);
+                }
+                commit_group();
+                wait_group::<{ STAGES - 1 }>();
+                warp::sync();
+                let buf = ring + (c % STAGES) * tile_bytes;
+
+                if c.is_multiple_of(2) {
+                    // Sᵀ = K·qᵀ for the tile's 16 keys and the chunk's 8 heads, the even and
+                    // odd k16 steps into separate accumulators (chains of D/32 mmas).
+                    let mut s = [0.0f32; 4];
+                    let mut s_odd = [0.0f32; 4];
+                    unroll!(KS, kk => {
+                        let ka = ldmatrix_x4(buf + klo[kk % 4] + 128 * (kk / 4) as u32);
+                        if kk.is_multiple_of(2) {
+                            s = mma_m16n8k16_bf16(ka, qf[kk], s);
+                        } else {
+                            s_odd = mma_m16n8k16_bf16(ka, qf[kk], s_odd);
+                        }
+                    });
+                    unroll!(4, e => {
+                        s[e] += s_odd[e];
+                    });
+                    // Keys past the slice (its last tile only; zero-filled rows).
+                    let j0 = start_of(c / 2);
+                    if j0 + TILE > end {
+                        unroll!(4, e => {
+                            if j0 + st_key_head(lane, e as u32).0 >= end {
+                                s[e] = f32::NEG_INFINITY;
+                            }
+                        });
+                    }
+                    // Online softmax per head (column): the max over the lane's two keys,
+                    // then over the 8 lanes of the same column pair. Key j0 is inside the
+                    // slice, so every head's max is finite (heads past the group score 0).
+                    let mut mx = [0.0f32; 2];
+                    let mut corr = [0.0f32; 2];
+                    let mut msc = [0.0f32; 2];
+                    unroll!(2, h => {
+                        mx[h] = math::max(m[h], math::max(s[h], s[h + 2]));
+                        mx[h] = math::max(mx[h], warp::shfl_xor_f32(mx[h], 4));
+                        mx[h] = math::max(mx[h], warp::shfl_xor_f32(mx[h], 8));
+                        mx[h] = math::max(mx[h], warp::shfl_xor_f32(mx[h], 16));
+                        msc[h] = mx[h] * sl;
+                        corr[h] = math::exp2(m[h] * sl - msc[h]);
+                        m[h] = mx[h];
+                    });
+                    let mut p = [0.0f32; 4];
+                    unroll!(4, e => {
+                        p[e] = math::exp2(math::fma(s[e], sl, -msc[e % 2]));
+                    });
+                    unroll!(2, h => {
+                        l[h] = math::fma(l[h], corr[h], p[h] + p[h + 2]);
+                    });
+                    // The output rows need rescaling only when a max moved.
+                    if warp::any(corr[0] != 1.0 || corr[1] != 1.0) {
+                        unroll!(KS, i => {
+                            unroll!(4, e => {
+                                acc[i][e] *= corr[e % 2];
+                            });
+                        });
+                    }
+                    // Pᵀ's B fragments: keys 0-7 (p0, p1) and 8-15 (p2, p3) of the lane's
+                    // head pair, packed and transposed to keys 2tq.. of head g.
+                    let (hi0, lo0) = split_bf16x2(p[0], p[1]);
+                    let (hi1, lo1) = split_bf16x2(p[2], p[3]);
+                    pb = [
+                        [movmatrix_trans(hi0), movmatrix_trans(hi1)],
+                        [movmatrix_trans(lo0), movmatrix_trans(lo1)],
+                    ];
+                } else {
+                    // Oᵀ += Vᵀ·Pᵀ, one d-tile of 16 dims an ldmatrix, hi and lo weights.
+                    unroll!(KS, i => {
+                        let va = ldmatrix_x4_trans(buf + vlo[i % 4] + 128 * (i / 4) as u32);
+                        acc[i] = mma_m16n8k16_bf16(va, pb[0], acc[i]);
+                        acc[i] = mma_m16n8k16_bf16(va, pb[1], acc[i]);
+                    });
+                }
+                // Every lane is done with this buffer before it is refilled.
+                warp::sync();
+            }
+            wait_group::<0>();
+
+            // The warps' partial rows into the merge area (over the rings, after every
+            // warp's loop): acc [w][head][D] f32, then (m in the log2 domain, l) [w][head].
+            sync_threads();
+            let mo = base as *mut f32;
+            let ml = mo.add((WARPS * HEADS) as usize * D);
+            let hw = (w * HEADS) as usize;
+            unroll!(KS, i => {
+                unroll!(4, e => {
+                    let (dim, head) = st_key_head(lane, e as u32);
+                    *mo.add((hw + head as usize) * D + 16 * i + dim as usize) = acc[i][e];
+                });
+            });
+            unroll!(2, h => {
+                l[h] += warp::shfl_xor_f32(l[h], 4);
+                l[h] += warp::shfl_xor_f32(l[h], 8);
+                l[h] += warp::shfl_xor_f32(l[h], 16);
+                if g == 0 {
+                    let at = 2 * (hw + (2 * tq) as usize + h);
+                    *ml.add(at) = m[h] * sl;
+                    *ml.add(at + 1) = l[h];
+                }
+            });
+            sync_threads();
+            super::super::merge_warps::<D, { HEADS as usize }, { WARPS as usize }>(
+                mo, ml, out, ws_o, ws_ml, hq, group, kvh, chunk, b,
+            );
+        }
+    }
+}
+
+super::pipeline_entry! { /// v06 at head dim 64.
+    decode_v06_keys_as_rows_d64 => dev::body<64, 4>, launch_bounds(THREADS, MIN_BLOCKS_D64) }
+super::pipeline_entry! { /// v06 at head dim 128.
+    decode_v06_keys_as_rows_d128 => dev::body<128, 8>, launch_bounds(THREADS, MIN_BLOCKS_D128) }
