@@ -117,6 +117,9 @@ pub struct Gpu {
     /// partials): allocated on first use, grown when a larger one is asked for, kept, so
     /// timed launches allocate nothing.
     workspace: RefCell<Option<DeviceArray<f32>>>,
+    /// Counters that kernels leave at 0 (decode v07's last-block tickets): zeroed when
+    /// allocated or grown, kept.
+    counters: RefCell<Option<DeviceArray<u32>>>,
     _context: Context,
 }
 
@@ -231,6 +234,7 @@ impl Gpu {
             twin_functions: RefCell::new(HashMap::new()),
             twin_mode: std::cell::Cell::new(false),
             workspace: RefCell::new(None),
+            counters: RefCell::new(None),
             _context: context,
         })
     }
@@ -465,6 +469,24 @@ impl Gpu {
             *ws = Some(self.alloc::<f32>(len)?);
         }
         f(ws.as_mut().expect("allocated above"))
+    }
+
+    /// Runs `f` with this GPU's counters, at least `len` u32, all 0: zeroed when allocated
+    /// or grown, and a kernel that uses them must leave them 0 (decode v07 does). Not
+    /// reentrant, like the workspace.
+    pub fn with_counters<R>(
+        &self,
+        len: usize,
+        f: impl FnOnce(&mut DeviceArray<u32>) -> Result<R>,
+    ) -> Result<R> {
+        let mut c = self.counters.try_borrow_mut().map_err(|_| {
+            Error::Other("the GPU counters are already in use (an op inside another)".into())
+        })?;
+        if c.as_ref().is_none_or(|c| c.len() < len) {
+            *c = None;
+            *c = Some(self.upload(&vec![0u32; len])?);
+        }
+        f(c.as_mut().expect("allocated above"))
     }
 
     /// The twin of `kernel`, looked up on first use.
@@ -895,6 +917,7 @@ launch_args!(11; H0 D0 0, H1 D1 1, H2 D2 2, H3 D3 3, H4 D4 4, H5 D5 5, H6 D6 6, 
 launch_args!(12; H0 D0 0, H1 D1 1, H2 D2 2, H3 D3 3, H4 D4 4, H5 D5 5, H6 D6 6, H7 D7 7, H8 D8 8, H9 D9 9, H10 D10 10, H11 D11 11);
 launch_args!(13; H0 D0 0, H1 D1 1, H2 D2 2, H3 D3 3, H4 D4 4, H5 D5 5, H6 D6 6, H7 D7 7, H8 D8 8, H9 D9 9, H10 D10 10, H11 D11 11, H12 D12 12);
 launch_args!(14; H0 D0 0, H1 D1 1, H2 D2 2, H3 D3 3, H4 D4 4, H5 D5 5, H6 D6 6, H7 D7 7, H8 D8 8, H9 D9 9, H10 D10 10, H11 D11 11, H12 D12 12, H13 D13 13);
+launch_args!(15; H0 D0 0, H1 D1 1, H2 D2 2, H3 D3 3, H4 D4 4, H5 D5 5, H6 D6 6, H7 D7 7, H8 D8 8, H9 D9 9, H10 D10 10, H11 D11 11, H12 D12 12, H13 D13 13, H14 D14 14);
 
 /// An empty parameter list.
 impl LaunchArgs<()> for () {

@@ -21,6 +21,7 @@ pub mod v03_split_k;
 pub mod v04_vectorized_pipeline;
 pub mod v05_mma_heads;
 pub mod v06_keys_as_rows;
+pub mod v07_fused_combine;
 
 /// The head dims the kernels are built for.
 pub const HEAD_DIMS: [u32; 2] = [64, 128];

@@ -139,73 +139,94 @@ crate::kernel! {
         if row >= rows {
             return;
         }
-        let lane = warp::lane_id();
-        let base = row as usize * splits as usize;
-        let dim_us = dim as usize;
-        // SAFETY: row < rows; the workspace holds rows·splits partials (host-checked); dim
-        // is a head dim (at most 32·COMBINE_DIMS_PER_LANE).
-        unsafe {
-            let mut mx = f32::NEG_INFINITY;
-            let mut z = lane;
-            while z < splits {
-                mx = math::max(mx, *ws_ml.add(2 * (base + z as usize)));
-                z += warp::WARP_SIZE;
-            }
-            // Split 0 holds the context's first key: mx is finite.
-            let mx = warp::max_f32(mx);
-            // Lane l owns dims l, l + 32, ..; the splits go 32 at a time: each lane weighs
-            // split z0 + l, the weights reach every lane by shuffle, and each step reads
-            // `UNROLL` splits' rows at once (independent loads in flight: read one split
-            // after another, each load waited for before the next was issued, a row of 32
-            // splits took 28 µs on an H200).
-            let mut o = [0.0f32; COMBINE_DIMS_PER_LANE];
-            let mut l = 0.0f32;
-            let mut z0 = 0u32;
-            while z0 < splits {
-                let mine = z0 + lane;
-                let w = if mine < splits {
-                    let p = base + mine as usize;
-                    let w = math::exp2(*ws_ml.add(2 * p) - mx);
-                    l = math::fma(*ws_ml.add(2 * p + 1), w, l);
-                    w
-                } else {
-                    0.0
-                };
-                let n = (splits - z0).min(warp::WARP_SIZE);
-                let mut u = 0u32;
-                while u < n {
-                    let mut vals = [[0.0f32; COMBINE_DIMS_PER_LANE]; UNROLL];
-                    let mut ws = [0.0f32; UNROLL];
-                    unroll!(UNROLL, k => {
-                        let uu = u + k as u32;
-                        // Every lane shuffles (uu is warp-uniform); past n the weight is 0.
-                        ws[k] = warp::shfl_idx_f32(w, uu % warp::WARP_SIZE);
-                        if uu < n {
-                            let row = ws_o.add((base + (z0 + uu) as usize) * dim_us);
-                            unroll!(COMBINE_DIMS_PER_LANE, i => {
-                                let d = lane as usize + 32 * i;
-                                if d < dim_us {
-                                    vals[k][i] = *row.add(d);
-                                }
-                            });
-                        }
-                    });
-                    unroll!(UNROLL, k => {
-                        unroll!(COMBINE_DIMS_PER_LANE, i => {
-                            o[i] = math::fma(vals[k][i], ws[k], o[i]);
-                        });
-                    });
-                    u += UNROLL as u32;
-                }
-                z0 += warp::WARP_SIZE;
-            }
-            let inv = 1.0 / warp::sum_f32(l);
-            unroll!(COMBINE_DIMS_PER_LANE, i => {
-                let d = lane as usize + 32 * i;
-                if d < dim_us {
-                    *out.add(row as usize * dim_us + d) = bf16::from_f32(o[i] * inv);
-                }
-            });
+        // SAFETY: row < rows; the caller's contract is the entry's.
+        unsafe { combine_row(ws_o, ws_ml, out, row, splits, dim) }
+    }
+}
+
+/// One warp merges the `splits` partial rows of row `row` (a (sequence, query head)) into
+/// `out`: v03's combine kernel, and the last block of v07's splits.
+///
+/// # Safety
+/// The whole warp calls it with the same `row`; the workspace holds rows `row·splits ..
+/// (row + 1)·splits` of `dim` f32 and as many (m, l) pairs, split 0 non-empty; `out` holds
+/// row `row` of `dim` bf16; `dim` is a head dim (at most 32·COMBINE_DIMS_PER_LANE).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub(crate) unsafe fn combine_row(
+    ws_o: *const f32,
+    ws_ml: *const f32,
+    out: *mut u16,
+    row: u32,
+    splits: u32,
+    dim: u32,
+) {
+    let lane = warp::lane_id();
+    let base = row as usize * splits as usize;
+    let dim_us = dim as usize;
+    // SAFETY: row < rows; the workspace holds rows·splits partials (host-checked); dim
+    // is a head dim (at most 32·COMBINE_DIMS_PER_LANE).
+    unsafe {
+        let mut mx = f32::NEG_INFINITY;
+        let mut z = lane;
+        while z < splits {
+            mx = math::max(mx, *ws_ml.add(2 * (base + z as usize)));
+            z += warp::WARP_SIZE;
         }
+        // Split 0 holds the context's first key: mx is finite.
+        let mx = warp::max_f32(mx);
+        // Lane l owns dims l, l + 32, ..; the splits go 32 at a time: each lane weighs
+        // split z0 + l, the weights reach every lane by shuffle, and each step reads
+        // `UNROLL` splits' rows at once (independent loads in flight: read one split
+        // after another, each load waited for before the next was issued, a row of 32
+        // splits took 28 µs on an H200).
+        let mut o = [0.0f32; COMBINE_DIMS_PER_LANE];
+        let mut l = 0.0f32;
+        let mut z0 = 0u32;
+        while z0 < splits {
+            let mine = z0 + lane;
+            let w = if mine < splits {
+                let p = base + mine as usize;
+                let w = math::exp2(*ws_ml.add(2 * p) - mx);
+                l = math::fma(*ws_ml.add(2 * p + 1), w, l);
+                w
+            } else {
+                0.0
+            };
+            let n = (splits - z0).min(warp::WARP_SIZE);
+            let mut u = 0u32;
+            while u < n {
+                let mut vals = [[0.0f32; COMBINE_DIMS_PER_LANE]; UNROLL];
+                let mut ws = [0.0f32; UNROLL];
+                unroll!(UNROLL, k => {
+                    let uu = u + k as u32;
+                    // Every lane shuffles (uu is warp-uniform); past n the weight is 0.
+                    ws[k] = warp::shfl_idx_f32(w, uu % warp::WARP_SIZE);
+                    if uu < n {
+                        let row = ws_o.add((base + (z0 + uu) as usize) * dim_us);
+                        unroll!(COMBINE_DIMS_PER_LANE, i => {
+                            let d = lane as usize + 32 * i;
+                            if d < dim_us {
+                                vals[k][i] = *row.add(d);
+                            }
+                        });
+                    }
+                });
+                unroll!(UNROLL, k => {
+                    unroll!(COMBINE_DIMS_PER_LANE, i => {
+                        o[i] = math::fma(vals[k][i], ws[k], o[i]);
+                    });
+                });
+                u += UNROLL as u32;
+            }
+            z0 += warp::WARP_SIZE;
+        }
+        let inv = 1.0 / warp::sum_f32(l);
+        unroll!(COMBINE_DIMS_PER_LANE, i => {
+            let d = lane as usize + 32 * i;
+            if d < dim_us {
+                *out.add(row as usize * dim_us + d) = bf16::from_f32(o[i] * inv);
+            }
+        });
     }
 }

@@ -96,7 +96,7 @@ pub const fn st_key_head(lane: u32, e: u32) -> (u32, u32) {
 }
 
 #[cfg(target_arch = "nvptx64")]
-mod dev {
+pub(super) mod dev {
     use super::*;
     use crate::bf16_gemm::unroll;
     use crate::decode::v05_mma_heads::dev::load_rows;
@@ -104,19 +104,15 @@ mod dev {
     use crate::gpu::mma::{
         ldmatrix_x4, ldmatrix_x4_trans, mma_m16n8k16_bf16, movmatrix_trans, split_bf16x2,
     };
+    use crate::decode::v03_split_k::combine_row;
     use crate::gpu::vector::F32x4;
-    use crate::gpu::{math, shared, sync_threads, thread, warp};
+    use crate::gpu::{atomic, math, shared, sync_threads, thread, warp};
 
-    /// The kernel body for head dim `D`, `KS = D/16` k16 steps of Sᵀ and d-tiles of Oᵀ.
+    /// The kernel body for head dim `D`, `KS = D/16` k16 steps of Sᵀ and d-tiles of Oᵀ,
+    /// its split rows left for v03's combine.
     ///
     /// # Safety
-    /// The buffers have decode's shapes (`super::super`); every block-table entry a context
-    /// needs is `< num_pages`, every length is in `1..=max_pages·page_size` and cache rows
-    /// (`num_pages·page_size·Hkv`) fit in u32 (host-checked); the launch is grid
-    /// (Hkv·chunks, B, splits) with chunks = ⌈(Hq/Hkv)/HEADS⌉, `THREADS` threads and
-    /// `shared_bytes(D)` of dynamic shared memory; with `splits > 1` the workspace holds
-    /// `B·Hq·splits` rows of D f32 and as many (m, l) pairs, and `split_len` (a multiple of
-    /// `TILE`) times `splits` covers the longest context.
+    /// As [`body_with`] without `FUSED`.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn body<const D: usize, const KS: usize>(
@@ -134,6 +130,48 @@ mod dev {
         max_pages: u32,
         scale: f32,
         split_len: u32,
+    ) {
+        // SAFETY: forwarded.
+        unsafe {
+            body_with::<D, KS, false>(
+                q, k_cache, v_cache, block_table, context_lens, out, ws_o, ws_ml, hq, hkv,
+                page_size, max_pages, scale, split_len, core::ptr::null_mut(),
+            )
+        }
+    }
+
+    /// [`body`], and with `FUSED` (v07) the combine too: with several splits, the last
+    /// block of each (sequence, KV head, chunk) to finish — a ticket from `counters` — merges
+    /// the splits' rows of its heads into `out`, one warp a head (v03's `combine_row`), and
+    /// sets the counter back to 0.
+    ///
+    /// # Safety
+    /// The buffers have decode's shapes (`super::super`); every block-table entry a context
+    /// needs is `< num_pages`, every length is in `1..=max_pages·page_size` and cache rows
+    /// (`num_pages·page_size·Hkv`) fit in u32 (host-checked); the launch is grid
+    /// (Hkv·chunks, B, splits) with chunks = ⌈(Hq/Hkv)/HEADS⌉, `THREADS` threads and
+    /// `shared_bytes(D)` of dynamic shared memory; with `splits > 1` the workspace holds
+    /// `B·Hq·splits` rows of D f32 and as many (m, l) pairs, and `split_len` (a multiple of
+    /// `TILE`) times `splits` covers the longest context. With `FUSED` and `splits > 1`,
+    /// `counters` holds `B·gridDim.x` u32, all 0 (each launch leaves them 0).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn body_with<const D: usize, const KS: usize, const FUSED: bool>(
+        q: *const u16,
+        k_cache: *const u16,
+        v_cache: *const u16,
+        block_table: *const u32,
+        context_lens: *const u32,
+        out: *mut u16,
+        ws_o: *mut f32,
+        ws_ml: *mut f32,
+        hq: u32,
+        hkv: u32,
+        page_size: u32,
+        max_pages: u32,
+        scale: f32,
+        split_len: u32,
+        counters: *mut u32,
     ) {
         const { assert!(D == 16 * KS && D.is_multiple_of(64) && KS <= 16) };
         let d = D as u32;
@@ -339,6 +377,33 @@ mod dev {
             super::super::merge_warps::<D, { HEADS as usize }, { WARPS as usize }>(
                 mo, ml, out, ws_o, ws_ml, hq, group, kvh, chunk, b,
             );
+            let splits = thread::grid_dim_z();
+            if FUSED && splits > 1 {
+                // The last block to arrive (CUDA's threadFenceReduction pattern): every
+                // thread fences its partial rows, thread 0 takes a ticket, and the block
+                // whose ticket is the last one reads the other blocks' rows after a fence.
+                atomic::fence_gpu();
+                sync_threads();
+                let flag = base as *mut u32;
+                if t == 0 {
+                    let c = counters.add((b * thread::grid_dim_x() + thread::block_idx_x()) as usize);
+                    let last = atomic::fetch_add_u32(c, 1) == splits - 1;
+                    if last {
+                        // Every split has arrived: nothing else touches it in this launch.
+                        atomic::store_u32(c, 0);
+                    }
+                    *flag = last as u32;
+                }
+                sync_threads();
+                if *flag != 0 {
+                    atomic::fence_gpu();
+                    let hi = chunk * HEADS + w;
+                    if hi < group {
+                        let row = b * hq + kvh * group + hi;
+                        combine_row(ws_o, ws_ml, out, row, splits, d);
+                    }
+                }
+            }
         }
     }
 }

@@ -380,6 +380,40 @@ pub mod atomic {
         };
     }
 
+    /// `*p += v` atomically, returning the old value (`atom.relaxed.gpu.global.add.u32`):
+    /// the ticket of the "last block to arrive" pattern, between [`fence_gpu`]s.
+    #[inline(always)]
+    pub unsafe fn fetch_add_u32(p: *mut u32, v: u32) -> u32 {
+        let old: u32;
+        // SAFETY: the caller guarantees `p` is a valid, 4-byte-aligned global address.
+        unsafe {
+            asm!(
+                "atom.relaxed.gpu.global.add.u32 {0}, [{1}], {2};",
+                out(reg32) old, in(reg64) p, in(reg32) v,
+                options(nostack)
+            )
+        };
+        old
+    }
+
+    /// `*p = v` (`st.relaxed.gpu.global.u32`), for a counter the last block resets.
+    #[inline(always)]
+    pub unsafe fn store_u32(p: *mut u32, v: u32) {
+        // SAFETY: the caller guarantees `p` is a valid, 4-byte-aligned global address.
+        unsafe {
+            asm!("st.relaxed.gpu.global.u32 [{0}], {1};", in(reg64) p, in(reg32) v, options(nostack))
+        };
+    }
+
+    /// `fence.acq_rel.gpu` (CUDA's `__threadfence()`): this thread's writes before it are
+    /// seen by any thread of the GPU that observes a later atomic, and its reads after it
+    /// see what the writers fenced before theirs.
+    #[inline(always)]
+    pub fn fence_gpu() {
+        // SAFETY: a fence; no operands. Not `nomem`: it orders the memory accesses around it.
+        unsafe { asm!("fence.acq_rel.gpu;", options(nostack)) };
+    }
+
     /// `*p += v` atomically on a 64-bit unsigned integer (`red.global.add.u64`).
     #[inline(always)]
     pub unsafe fn add_u64(p: *mut u64, v: u64) {

@@ -35,7 +35,10 @@ impl Variant {
             // GPU's SM count and are a fraction of a percent of the KV bytes: not modelled.
             Variant::V02GqaGrouped | Variant::V03SplitK => base,
             // A KV head is read once per chunk of its query heads: up to 8 (v04, v06), 16 (v05).
-            Variant::V04VectorizedPipeline | Variant::V05MmaHeads | Variant::V06KeysAsRows => {
+            Variant::V04VectorizedPipeline
+            | Variant::V05MmaHeads
+            | Variant::V06KeysAsRows
+            | Variant::V07FusedCombine => {
                 let group = (s.hq / s.hkv) as u32;
                 let (gc, _) = self.pipeline_block(s.dim, group);
                 let chunks = group.div_ceil(gc) as u64;

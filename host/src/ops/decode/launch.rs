@@ -4,6 +4,7 @@
 use rooflab_kernels::decode::{
     HEAD_DIMS, MAX_GROUP, shared_f32, v01_block_per_head, v02_gqa_grouped, v03_split_k,
     v04_vectorized_pipeline as v04, v05_mma_heads as v05, v06_keys_as_rows as v06,
+    v07_fused_combine as v07,
 };
 
 use crate::bench::KernelUse;
@@ -20,15 +21,17 @@ pub enum Variant {
     V04VectorizedPipeline,
     V05MmaHeads,
     V06KeysAsRows,
+    V07FusedCombine,
 }
 
-pub const LADDER: [Variant; 6] = [
+pub const LADDER: [Variant; 7] = [
     Variant::V01BlockPerHead,
     Variant::V02GqaGrouped,
     Variant::V03SplitK,
     Variant::V04VectorizedPipeline,
     Variant::V05MmaHeads,
     Variant::V06KeysAsRows,
+    Variant::V07FusedCombine,
 ];
 
 /// The sizes of one decode step.
@@ -112,7 +115,26 @@ pub type PipelineKernel = Kernel<(
     u32,
 )>;
 
-/// How v04, v05 or v06 launches at a shape: heads a block (`gc`), blocks a KV head
+/// v07's kernels: the pipeline parameters plus the counters of its last-block combine.
+pub type FusedKernel = Kernel<(
+    *const u16,
+    *const u16,
+    *const u16,
+    *const u32,
+    *const u32,
+    *mut u16,
+    *mut f32,
+    *mut f32,
+    u32,
+    u32,
+    u32,
+    u32,
+    f32,
+    u32,
+    *mut u32,
+)>;
+
+/// How v04-v07 launch at a shape: heads a block (`gc`), blocks a KV head
 /// (`chunks`), keys a split and splits (v05 and v06 keep v04's split rule, `v04::split_len`,
 /// with the blocks an SM each holds).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,7 +151,7 @@ impl PipelinePlan {
     pub fn new(var: Variant, s: &DecodeShape, lens: &[u32], sms: u32) -> PipelinePlan {
         let group = (s.hq / s.hkv.max(1)) as u32;
         let (gc, smem) = var.pipeline_block(s.dim, group);
-        let resident = if var == Variant::V06KeysAsRows {
+        let resident = if matches!(var, Variant::V06KeysAsRows | Variant::V07FusedCombine) {
             v06::resident_blocks(s.dim as u32)
         } else {
             v04::resident_blocks(smem)
@@ -154,7 +176,10 @@ impl Variant {
     pub fn pipelined(self) -> bool {
         matches!(
             self,
-            Variant::V04VectorizedPipeline | Variant::V05MmaHeads | Variant::V06KeysAsRows
+            Variant::V04VectorizedPipeline
+                | Variant::V05MmaHeads
+                | Variant::V06KeysAsRows
+                | Variant::V07FusedCombine
         )
     }
 
@@ -164,7 +189,7 @@ impl Variant {
     pub fn pipeline_block(self, dim: usize, group: u32) -> (u32, u32) {
         if self == Variant::V05MmaHeads {
             (v05::HEADS, v05::shared_bytes(dim as u32))
-        } else if self == Variant::V06KeysAsRows {
+        } else if matches!(self, Variant::V06KeysAsRows | Variant::V07FusedCombine) {
             (v06::HEADS, v06::shared_bytes(dim as u32))
         } else {
             let gc = v04::group_chunk(group);
@@ -193,6 +218,15 @@ impl Variant {
         }
     }
 
+    /// v07's kernel for head dim `dim`.
+    pub fn fused_kernel(dim: usize) -> FusedKernel {
+        if dim == 128 {
+            v07::decode_v07_fused_combine_d128
+        } else {
+            v07::decode_v07_fused_combine_d64
+        }
+    }
+
     /// The one-launch kernel of v01 and v02 (v03 runs v02's when it does not split).
     pub fn kernel(self, dim: usize) -> DecodeKernel {
         match (self, dim) {
@@ -216,6 +250,7 @@ impl Variant {
     fn main_kernel(self, dim: usize) -> KernelId {
         match self {
             Variant::V03SplitK => Self::partial_kernel(dim).id(),
+            Variant::V07FusedCombine => Self::fused_kernel(dim).id(),
             Variant::V04VectorizedPipeline | Variant::V05MmaHeads | Variant::V06KeysAsRows => {
                 self.pipeline_kernel(dim, 4).id()
             }
@@ -238,15 +273,20 @@ impl Variant {
         match self {
             Variant::V01BlockPerHead => 1,
             Variant::V02GqaGrouped | Variant::V03SplitK => s.hq / s.hkv.max(1),
-            Variant::V04VectorizedPipeline | Variant::V05MmaHeads | Variant::V06KeysAsRows => {
-                v04::WARPS as usize
-            }
+            Variant::V04VectorizedPipeline
+            | Variant::V05MmaHeads
+            | Variant::V06KeysAsRows
+            | Variant::V07FusedCombine => v04::WARPS as usize,
         }
     }
 
     /// The kernels a launch may run, with their block and shared memory (v03: the partial
     /// rows and the combine; it runs v02's kernel instead when it does not split).
     pub fn kernel_uses(self, s: &DecodeShape) -> Vec<KernelUse> {
+        if self == Variant::V07FusedCombine {
+            let (_, smem) = self.pipeline_block(s.dim, (s.hq / s.hkv.max(1)) as u32);
+            return vec![KernelUse::new(Self::fused_kernel(s.dim), v07::THREADS, smem)];
+        }
         if self.pipelined() {
             let (gc, smem) = self.pipeline_block(s.dim, (s.hq / s.hkv.max(1)) as u32);
             return vec![
@@ -273,7 +313,7 @@ impl Variant {
 
     pub fn kernels(self, dim: usize) -> Vec<KernelId> {
         let mut k = vec![self.main_kernel(dim)];
-        if self == Variant::V03SplitK || self.pipelined() {
+        if self == Variant::V03SplitK || (self.pipelined() && self != Variant::V07FusedCombine) {
             k.push(v03_split_k::decode_v03_split_k_combine.id());
         }
         k
@@ -509,6 +549,9 @@ fn decode_pipelined(gpu: &Gpu, var: Variant, q: &Buf, kv: &PagedKv, out: &mut Bu
         return Ok(());
     }
     let plan = PipelinePlan::new(var, &s, &kv.lens_host, gpu.info.multiprocessors);
+    if var == Variant::V07FusedCombine {
+        return decode_fused(gpu, q, kv, out, plan);
+    }
     let kernel = var.pipeline_kernel(s.dim, plan.gc);
     let op = kernel.name();
     if plan.splits > u16::MAX as u32 {
@@ -559,6 +602,70 @@ fn decode_pipelined(gpu: &Gpu, var: Variant, q: &Buf, kv: &PagedKv, out: &mut Bu
         return run(Some(out.view_mut::<u16>(op)?), None, None);
     }
     split_then_combine(gpu, &s, plan.splits, op, out, |wo, wml| run(None, Some(wo), Some(wml)))
+}
+
+/// v07: one launch with v06's plan; with several splits the workspace takes the partial
+/// rows and the last block of each (sequence, KV head, chunk) merges them into `out`,
+/// ticketing through `B·gridDim.x` of the GPU's counters (which it leaves at 0).
+fn decode_fused(gpu: &Gpu, q: &Buf, kv: &PagedKv, out: &mut Buf, plan: PipelinePlan) -> Result<()> {
+    let s = kv.shape;
+    let kernel = Variant::fused_kernel(s.dim);
+    let op = kernel.name();
+    if plan.splits > u16::MAX as u32 {
+        return Err(Error::TooLarge {
+            op: op.into(),
+            what: "splits (blocks in z)".into(),
+            value: plan.splits as u64,
+            limit: u16::MAX as u64,
+        });
+    }
+    let grid_x = s.hkv as u32 * plan.chunks;
+    let cfg = LaunchConfig {
+        grid: (grid_x, s.batch as u32, plan.splits),
+        block: (v07::THREADS, 1, 1),
+        shared_bytes: plan.shared_bytes,
+    };
+    let rows = s.batch * s.hq;
+    let splits = plan.splits as usize;
+    // One split: no partial rows, no counters (the kernel writes `out`).
+    let (o_len, len) = if splits > 1 {
+        (rows * splits * s.dim, rows * splits * (s.dim + 2))
+    } else {
+        (0, 0)
+    };
+    let n_counters = if splits > 1 { s.batch * grid_x as usize } else { 0 };
+    gpu.with_workspace(len, |ws| {
+        gpu.with_counters(n_counters, |counters| {
+            let (wo, wml) = ws.view_range_mut(0..len).split_at(o_len);
+            // SAFETY: as v04-v06's launch (q, out, the caches and the table checked by
+            // PagedKv::new; v06's grid, block and shared memory); with several splits the
+            // workspace holds B·Hq·splits rows of D f32 and as many (m, l) pairs, and the
+            // counters B·gridDim.x u32 at 0, which the kernel leaves at 0.
+            unsafe {
+                gpu.launch(
+                    kernel,
+                    cfg,
+                    (
+                        q.view::<u16>(op)?,
+                        kv.k_cache.view::<u16>(op)?,
+                        kv.v_cache.view::<u16>(op)?,
+                        kv.table.view(),
+                        kv.lens.view(),
+                        out.view_mut::<u16>(op)?,
+                        wo,
+                        wml,
+                        s.hq as u32,
+                        s.hkv as u32,
+                        s.page_size as u32,
+                        s.max_pages as u32,
+                        s.scale(),
+                        plan.split_len,
+                        counters.view_range_mut(0..n_counters),
+                    ),
+                )
+            }
+        })
+    })
 }
 
 /// The split path of v03-v06: `partial` writes the B·Hq·splits partial rows (D f32
@@ -625,7 +732,8 @@ mod unit_tests {
         assert_eq!(Variant::V02GqaGrouped.warps(&s), 4);
         for v in LADDER {
             let u = v.kernel_uses(&s);
-            let splits = v == Variant::V03SplitK || v.pipelined();
+            // v07 combines in its own last blocks: one kernel.
+            let splits = v == Variant::V03SplitK || (v.pipelined() && v != Variant::V07FusedCombine);
             assert_eq!(u.len(), 1 + splits as usize);
             if !v.pipelined() {
                 assert!(u[0].shared_bytes <= 48 * 1024);
@@ -704,6 +812,12 @@ mod unit_tests {
         let p = PipelinePlan::new(Variant::V06KeysAsRows, &one, &[32768], 132);
         assert_eq!((p.split_len, p.splits), (512, 64));
         assert_eq!(Variant::V06KeysAsRows.stem(), "v06_keys_as_rows");
+        assert_eq!(Variant::V07FusedCombine.stem(), "v07_fused_combine");
+        assert_eq!(
+            PipelinePlan::new(Variant::V07FusedCombine, &one, &[32768], 132),
+            PipelinePlan::new(Variant::V06KeysAsRows, &one, &[32768], 132)
+        );
+        assert_eq!(Variant::V07FusedCombine.kernels(128).len(), 1);
         assert_eq!(v04::split_len(1, 1, 1, 1) % v06::TILE, 0);
         let g16 = DecodeShape { hq: 16, hkv: 1, ..s };
         assert!(4 * shared_f32(Variant::V02GqaGrouped.warps(&g16) as u32, 128) <= 48 * 1024);

@@ -5,7 +5,7 @@
 use rand::Rng;
 use rand::seq::SliceRandom;
 
-use super::launch::{DecodeShape, LADDER, PagedKv, Variant, decode};
+use super::launch::{DecodeShape, LADDER, PagedKv, PipelinePlan, Variant, decode};
 use super::reference::decode_ref;
 use crate::check::{compare_f32, random_f32, rng};
 use crate::error::{Error, Result};
@@ -226,7 +226,12 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
     // The pipelined steps' head chunks: groups of 6 (v04, v06: one chunk of 8, two heads
     // masked; v05: one of 16), 32 (v04, v06: four chunks; v05: two) and 3 (v04: a chunk of
     // 4, one masked; v06: of 8, five masked); short contexts (one split) and long (several).
-    for v in [Variant::V04VectorizedPipeline, Variant::V05MmaHeads, Variant::V06KeysAsRows] {
+    for v in [
+        Variant::V04VectorizedPipeline,
+        Variant::V05MmaHeads,
+        Variant::V06KeysAsRows,
+        Variant::V07FusedCombine,
+    ] {
         t.push(GpuTest::new(format!("decode_{}_head_chunks_match_cpu", v.stem()), move |gpu| {
             for (i, (hq, hkv, dim, page_size, lens)) in [
                 (12, 2, 128, 16, vec![700, 33]),
@@ -244,6 +249,35 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
             Ok(())
         }));
     }
+    // v07's last-block combine: several splits, launched three times (each launch must
+    // find the counters at 0 and leave them so), then the counters read back.
+    t.push(GpuTest::new(
+        format!("decode_{}_counters_return_to_zero", Variant::V07FusedCombine.stem()),
+        move |gpu| {
+            let h = Heads { hq: 8, hkv: 2, dim: 64, page_size: 16 };
+            let lens = [3000, 17, 1];
+            let p = problem(gpu, h, &lens, None, seed ^ 0x707)?;
+            let plan = PipelinePlan::new(Variant::V07FusedCombine, &p.kv.shape, &lens, gpu.info.multiprocessors);
+            if plan.splits < 2 {
+                return Err(Error::Other(format!(
+                    "lens {lens:?}: v07 planned {} split(s); this test needs several",
+                    plan.splits
+                )));
+            }
+            for _ in 0..3 {
+                check(gpu, Variant::V07FusedCombine, &p, &[0, 1, 2])?;
+            }
+            let n = lens.len() * h.hkv * plan.chunks as usize;
+            let left = gpu.with_counters(n, |c| c.to_host())?;
+            match left.iter().position(|&c| c != 0) {
+                Some(i) => Err(Error::Mismatch(format!(
+                    "v07 left counter {i} at {} (of {n}); each launch must leave them 0",
+                    left[i]
+                ))),
+                None => Ok(()),
+            }
+        },
+    ));
     t.push(GpuTest::new(
         "decode_bad_input_is_refused_before_launch",
         |gpu| {
