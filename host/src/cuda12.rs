@@ -1,8 +1,10 @@
 //! The CUDA 12 driver calls rooflab needs and cust 0.3 (the CUDA 11.4 driver API) lacks:
-//! `cuTensorMapEncodeTiled` (TMA descriptors, for the tma module) and
-//! `cuOccupancyMaxActiveClusters` (how many clusters of a kernel fit at once).
+//! `cuTensorMapEncodeTiled` (TMA descriptors, for the tma module),
+//! `cuOccupancyMaxActiveClusters` (how many clusters of a kernel fit at once) and
+//! `cuLaunchKernelEx` with a cluster dimension (kernels whose cluster size is chosen at launch:
+//! the cluster-row steps of softmax and the norms).
 //!
-//! Two calls did not justify a second driver binding beside cust (cudarc's would bring its
+//! Three calls did not justify a second driver binding beside cust (cudarc's would bring its
 //! own context and stream types), so they are declared here from CUDA 12's `cuda.h` and looked
 //! up in the driver library the process has already loaded (`libcuda.so.1`, through
 //! `libloading`) at first use, instead of being linked: a binary built here still starts on
@@ -80,8 +82,8 @@ pub(crate) fn encode_tiled() -> Result<EncodeTiled> {
     unsafe { symbol(&F, "cuTensorMapEncodeTiled", "12.0", "8.0 (TMA)") }
 }
 
-/// `CUlaunchConfig` of CUDA 12's `cuda.h` (no launch attributes are passed: rooflab's
-/// clustered kernels carry their cluster size in the PTX, `.reqnctapercluster`).
+/// `CUlaunchConfig` of CUDA 12's `cuda.h`. Kernels that carry their cluster size in the PTX
+/// (`.reqnctapercluster`) take no attributes; [`launch_with_cluster`] passes one.
 #[repr(C)]
 struct LaunchConfig {
     grid: [u32; 3],
@@ -133,6 +135,76 @@ pub(crate) unsafe fn max_active_clusters(
     Ok(n as u32)
 }
 
+/// `CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION` of `CUlaunchAttributeID` in cuda.h.
+const ATTRIBUTE_CLUSTER_DIMENSION: u32 = 4;
+
+/// `CUlaunchAttribute` of cuda.h: the id, padding to 8 bytes, then the 64-byte value union,
+/// of which a cluster dimension uses its first three `unsigned int` (x, y, z).
+#[repr(C, align(8))]
+struct LaunchAttribute {
+    id: u32,
+    pad: u32,
+    value: [u32; 16],
+}
+
+/// CUresult cuLaunchKernelEx(const CUlaunchConfig*, CUfunction, void** kernelParams,
+/// void** extra) — CUDA 12.0.
+type LaunchKernelEx = unsafe extern "C" fn(
+    *const LaunchConfig,
+    *mut c_void,
+    *mut *mut c_void,
+    *mut *mut c_void,
+) -> i32;
+
+/// Launches `func` on `stream` as clusters of `cluster` consecutive blocks in x
+/// (`cuLaunchKernelEx` with `CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`): for kernels that read
+/// their cluster size (`%cluster_nctarank`) instead of carrying one in the PTX. Returns the
+/// driver's code (0: launched); a driver without the call is `Error::DriverTooOld`.
+///
+/// # Safety
+/// `func` is a live `CUfunction` of the current context, `stream` a live stream of it,
+/// `params` one pointer per kernel parameter to a value of its size; `grid.0` a multiple
+/// of `cluster`; the rest is the kernel's contract.
+pub(crate) unsafe fn launch_with_cluster(
+    func: *mut c_void,
+    stream: *mut c_void,
+    grid: (u32, u32, u32),
+    block: (u32, u32, u32),
+    shared_bytes: u32,
+    cluster: u32,
+    params: &[*mut c_void],
+) -> Result<i32> {
+    static F: OnceLock<std::result::Result<LaunchKernelEx, String>> = OnceLock::new();
+    // SAFETY: LaunchKernelEx is the signature in cuda.h.
+    let f = unsafe { symbol(&F, "cuLaunchKernelEx", "12.0", "9.0 (clusters)") }?;
+    let mut value = [0u32; 16];
+    value[..3].copy_from_slice(&[cluster, 1, 1]);
+    let mut attr = LaunchAttribute {
+        id: ATTRIBUTE_CLUSTER_DIMENSION,
+        pad: 0,
+        value,
+    };
+    let cfg = LaunchConfig {
+        grid: [grid.0, grid.1, grid.2],
+        block: [block.0, block.1, block.2],
+        shared_bytes,
+        stream,
+        attrs: (&raw mut attr).cast(),
+        num_attrs: 1,
+    };
+    // SAFETY: `cfg` and `attr` are live locals laid out as cuda.h's types; the driver reads
+    // `params.len()` pointers (the kernel's parameter count, the caller's contract) and does
+    // not write through them; the rest is the caller's.
+    Ok(unsafe {
+        f(
+            &cfg,
+            func,
+            params.as_ptr() as *mut *mut c_void,
+            std::ptr::null_mut(),
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,6 +218,15 @@ mod tests {
         assert_eq!(std::mem::offset_of!(LaunchConfig, stream), 32);
         assert_eq!(std::mem::offset_of!(LaunchConfig, attrs), 40);
         assert_eq!(std::mem::offset_of!(LaunchConfig, num_attrs), 48);
+    }
+
+    /// `CUlaunchAttribute`'s layout in cuda.h: the id, 4 bytes of padding, a 64-byte union
+    /// on an 8-byte boundary: 72 bytes.
+    #[test]
+    fn launch_attribute_matches_cuda_h() {
+        assert_eq!(std::mem::size_of::<LaunchAttribute>(), 72);
+        assert_eq!(std::mem::align_of::<LaunchAttribute>(), 8);
+        assert_eq!(std::mem::offset_of!(LaunchAttribute, value), 8);
     }
 
     /// Without a driver library (this CI machine has only the link stub, or none at run

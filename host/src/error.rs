@@ -146,6 +146,76 @@ pub fn is_sticky(e: CudaError) -> bool {
     )
 }
 
+/// The cust error for a raw driver code (from a call cust does not wrap, see `cuda12`):
+/// cust's `CudaError` carries the driver's codes as its discriminants; a code it does not
+/// know is `UnknownError`.
+pub fn cuda_error(code: i32) -> CudaError {
+    use CudaError::*;
+    const KNOWN: [CudaError; 57] = [
+        InvalidValue,
+        OutOfMemory,
+        NotInitialized,
+        Deinitialized,
+        ProfilerDisabled,
+        ProfilerNotInitialized,
+        ProfilerAlreadyStarted,
+        ProfilerAlreadyStopped,
+        NoDevice,
+        InvalidDevice,
+        InvalidImage,
+        InvalidContext,
+        ContextAlreadyCurrent,
+        MapFailed,
+        UnmapFailed,
+        ArrayIsMapped,
+        AlreadyMapped,
+        NoBinaryForGpu,
+        AlreadyAcquired,
+        NotMapped,
+        NotMappedAsArray,
+        NotMappedAsPointer,
+        EccUncorrectable,
+        UnsupportedLimit,
+        ContextAlreadyInUse,
+        PeerAccessUnsupported,
+        InvalidPtx,
+        InvalidGraphicsContext,
+        NvlinkUncorrectable,
+        InvalidSource,
+        FileNotFound,
+        SharedObjectSymbolNotFound,
+        SharedObjectInitFailed,
+        OperatingSystemError,
+        InvalidHandle,
+        NotFound,
+        NotReady,
+        IllegalAddress,
+        LaunchOutOfResources,
+        LaunchTimeout,
+        LaunchIncompatibleTexturing,
+        PeerAccessAlreadyEnabled,
+        PeerAccessNotEnabled,
+        PrimaryContextActive,
+        ContextIsDestroyed,
+        AssertError,
+        TooManyPeers,
+        HostMemoryAlreadyRegistered,
+        HostMemoryNotRegistered,
+        HardwareStackError,
+        IllegalInstruction,
+        MisalignedAddress,
+        InvalidAddressSpace,
+        InvalidProgramCounter,
+        LaunchFailed,
+        NotPermitted,
+        NotSupported,
+    ];
+    KNOWN
+        .into_iter()
+        .find(|&e| e as u32 as i64 == code as i64)
+        .unwrap_or(UnknownError)
+}
+
 /// What to do about a failing `cuInit`, by its code.
 pub fn init_hint(code: i32) -> &'static str {
     match code {
@@ -212,5 +282,11 @@ mod tests {
         };
         assert!(e.is_fatal() && e.to_string().contains("`k`"));
         assert!(is_sticky(CudaError::LaunchFailed) && !is_sticky(CudaError::InvalidValue));
+        // Raw driver codes (cuda.h) back to cust's errors.
+        assert_eq!(cuda_error(1), CudaError::InvalidValue);
+        assert_eq!(cuda_error(700), CudaError::IllegalAddress);
+        assert_eq!(cuda_error(701), CudaError::LaunchOutOfResources);
+        assert_eq!(cuda_error(719), CudaError::LaunchFailed);
+        assert_eq!(cuda_error(12345), CudaError::UnknownError);
     }
 }

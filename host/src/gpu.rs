@@ -580,20 +580,56 @@ impl Gpu {
                     .launch(&func, cfg.grid, cfg.block, cfg.shared_bytes, params)
             }
         });
-        let Err(source) = r else {
-            return Ok(());
-        };
-        Err(if is_sticky(source) {
-            Error::DeviceFault {
-                kernel: id.name().into(),
-                source,
-            }
+        r.map_err(|source| launch_error(id, source))
+    }
+
+    /// [`Gpu::launch`] as clusters of `cluster` consecutive blocks in x, the size chosen at
+    /// launch (`cuLaunchKernelEx`), for entries that read it from `%cluster_nctarank` rather
+    /// than carry one in the PTX. A grid that is not whole clusters is refused before launch.
+    ///
+    /// # Safety
+    /// As [`Gpu::launch`].
+    pub(crate) unsafe fn launch_cluster<P, A: LaunchArgs<P>>(
+        &self,
+        kernel: Kernel<P>,
+        cfg: LaunchConfig,
+        cluster: u32,
+        args: A,
+    ) -> Result<()> {
+        let id = kernel.id();
+        if cluster == 0 || !cfg.grid.0.is_multiple_of(cluster) {
+            return Err(Error::Other(format!(
+                "kernel `{}`: a grid of {} blocks in x is not whole clusters of {cluster}",
+                id.name(),
+                cfg.grid.0
+            )));
+        }
+        let func = if self.twin_mode.get() {
+            self.twin_function(id)?
         } else {
-            Error::Launch {
-                kernel: id.name().into(),
-                source,
+            self.function(id)?
+        };
+        self.opt_in_shared(id, &func, cfg.shared_bytes)?;
+        self.last_kernel.set(Some(id));
+        let code = args.with_params(|params| {
+            // SAFETY: as in `launch` (a live function and stream of this Gpu, one pointer per
+            // parameter, alive for the call); whole clusters checked above.
+            unsafe {
+                crate::cuda12::launch_with_cluster(
+                    func.to_raw().cast(),
+                    self.stream.as_inner().cast(),
+                    cfg.grid,
+                    cfg.block,
+                    cfg.shared_bytes,
+                    cluster,
+                    params,
+                )
             }
-        })
+        })?;
+        match code {
+            0 => Ok(()),
+            _ => Err(launch_error(id, crate::error::cuda_error(code))),
+        }
     }
 
     /// How many blocks of `kernel` fit on one SM at `block_threads` threads and `shared`
@@ -787,6 +823,17 @@ impl KernelUse {
             block_threads,
             shared_bytes,
         }
+    }
+}
+
+/// A failed launch of `id`: `Error::DeviceFault` when the context is gone (a sticky error,
+/// from this or an earlier kernel), `Error::Launch` otherwise (geometry, resources).
+fn launch_error(id: KernelId, source: CudaError) -> Error {
+    let kernel = id.name().into();
+    if is_sticky(source) {
+        Error::DeviceFault { kernel, source }
+    } else {
+        Error::Launch { kernel, source }
     }
 }
 

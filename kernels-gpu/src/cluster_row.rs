@@ -1,17 +1,28 @@
 //! The cluster-row layout of the kernels that split one long row across a thread-block
-//! cluster (softmax v07, norm v06): the cluster `blockIdx.x / CLUSTER` owns a row, block
-//! `rank` of it the slice `slice(rank, cols, ..)`, which it copies into its shared memory once
+//! cluster (softmax v07, norm v06): the cluster `%clusterid.x` owns a row, block `rank` of
+//! it the slice `slice(rank, cols, .., cluster)`, which it copies into its shared memory once
 //! (16-byte `cp.async`s in `GROUPS` commit groups, folded as each group lands), and the blocks
 //! swap one pair of statistics through distributed shared memory. Host-visible, so that the
 //! launch geometry and the device code read the same functions; the device half (`dev`,
 //! sm_90a) is the read of a unit of the slice back from shared memory. What each kernel
 //! folds, which pair it swaps and how it merges them are its own (see its header).
 //!
+//! The cluster size is the launch's (`cuLaunchKernelEx` with a cluster dimension, chosen by
+//! [`cluster_size`] from the row length): the kernels read it from `%cluster_nctarank`, so one
+//! entry serves 1, 2, 4 or 8 blocks a row.
+//!
 //! Shared memory of a block: `HEADER_BYTES` (32 f32 for block reductions, then the block's
 //! pair at `PARTIAL_OFFSET`, padded to 16 bytes), then the slice as stored.
 
-/// Blocks per cluster: one row per cluster, split 8 ways (8 is the portable maximum).
-pub const CLUSTER: u32 = 8;
+/// Most blocks a cluster (8 is the portable maximum): the longest rows are split 8 ways.
+pub const MAX_CLUSTER: u32 = 8;
+/// The slice a block aims at: [`cluster_size`] takes the fewest blocks a row whose slices
+/// are at most this long. Fewer, larger blocks a row mean fewer cluster barriers and
+/// distributed-shared-memory exchanges per byte; 32 KiB still leaves room for several
+/// blocks an SM, whose copies overlap the others' reductions.
+pub const TARGET_SLICE_BYTES: u32 = 32 * 1024;
+/// The most shared memory one block may have on sm_90 (227 KiB).
+pub const MAX_SHARED_BYTES: u32 = 227 * 1024;
 /// Most threads a block.
 pub const MAX_THREADS: u32 = 1024;
 /// 16-byte vectors a thread copies at least (while the block is below `MAX_THREADS`): 64
@@ -28,17 +39,28 @@ pub const HEADER_BYTES: u32 = 32 * 4 + 16;
 /// Byte offset of the block's pair in dynamic shared memory.
 pub const PARTIAL_OFFSET: u32 = 32 * 4;
 
-/// Elements a block of the cluster owns for rows of `cols` (`elem_bytes` 4 or 2): a share of
-/// the row rounded up to whole 16-byte vectors, so every slice starts 16-byte aligned.
-pub const fn slice_cols(cols: u32, elem_bytes: u32) -> u32 {
-    let per16 = 16 / elem_bytes;
-    cols.div_ceil(CLUSTER).div_ceil(per16) * per16
+/// Blocks a row for rows of `cols` (`elem_bytes` 4 or 2): the fewest of 1, 2, 4, 8 whose
+/// slices hold at most `TARGET_SLICE_BYTES`, else `MAX_CLUSTER`.
+pub const fn cluster_size(cols: u32, elem_bytes: u32) -> u32 {
+    let mut c = 1;
+    while c < MAX_CLUSTER && slice_cols(cols, elem_bytes, c) * elem_bytes > TARGET_SLICE_BYTES {
+        c *= 2;
+    }
+    c
 }
 
-/// `(start, len)` of the slice of a row of `cols` that block `rank` owns (the last slices may
-/// be short or empty).
-pub const fn slice(rank: u32, cols: u32, elem_bytes: u32) -> (u32, u32) {
-    let s = slice_cols(cols, elem_bytes);
+/// Elements a block of a cluster of `cluster` owns for rows of `cols` (`elem_bytes` 4 or 2):
+/// a share of the row rounded up to whole 16-byte vectors, so every slice starts 16-byte
+/// aligned.
+pub const fn slice_cols(cols: u32, elem_bytes: u32, cluster: u32) -> u32 {
+    let per16 = 16 / elem_bytes;
+    cols.div_ceil(cluster).div_ceil(per16) * per16
+}
+
+/// `(start, len)` of the slice of a row of `cols` that block `rank` of `cluster` owns (the
+/// last slices may be short or empty).
+pub const fn slice(rank: u32, cols: u32, elem_bytes: u32, cluster: u32) -> (u32, u32) {
+    let s = slice_cols(cols, elem_bytes, cluster);
     let start = rank * s;
     let len = if start >= cols {
         0
@@ -50,10 +72,10 @@ pub const fn slice(rank: u32, cols: u32, elem_bytes: u32) -> (u32, u32) {
     (start, len)
 }
 
-/// Threads a block for rows of `cols`: `MIN_VECTORS` vectors of the slice each, whole warps,
-/// 32 to `MAX_THREADS`.
-pub const fn block_threads(cols: u32, elem_bytes: u32) -> u32 {
-    let vectors = slice_cols(cols, elem_bytes) / (16 / elem_bytes);
+/// Threads a block for rows of `cols` in clusters of `cluster`: `MIN_VECTORS` vectors of the
+/// slice each, whole warps, 32 to `MAX_THREADS`.
+pub const fn block_threads(cols: u32, elem_bytes: u32, cluster: u32) -> u32 {
+    let vectors = slice_cols(cols, elem_bytes, cluster) / (16 / elem_bytes);
     let t = vectors.div_ceil(MIN_VECTORS).div_ceil(32) * 32;
     if t < 32 {
         32
@@ -64,9 +86,10 @@ pub const fn block_threads(cols: u32, elem_bytes: u32) -> u32 {
     }
 }
 
-/// Dynamic shared memory a block for rows of `cols`: the header and the slice, as stored.
-pub const fn shared_bytes(cols: u32, elem_bytes: u32) -> u32 {
-    HEADER_BYTES + slice_cols(cols, elem_bytes) * elem_bytes
+/// Dynamic shared memory a block for rows of `cols` in clusters of `cluster`: the header and
+/// the slice, as stored.
+pub const fn shared_bytes(cols: u32, elem_bytes: u32, cluster: u32) -> u32 {
+    HEADER_BYTES + slice_cols(cols, elem_bytes, cluster) * elem_bytes
 }
 
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]

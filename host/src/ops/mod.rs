@@ -41,6 +41,10 @@ registry![
     decode
 ];
 
+/// The cluster-size choice and block shape shared by the cluster-row steps (softmax v07,
+/// norm v06).
+pub mod cluster_row;
+
 /// The registered family called `name`.
 pub fn family(name: &str) -> Option<&'static Family> {
     FAMILIES.iter().find(|f| f.name == name)

@@ -98,6 +98,27 @@ pub fn cluster_ctarank() -> u32 {
     r
 }
 
+/// Blocks in this block's cluster (`%cluster_nctarank`): 1 when the launch set no cluster
+/// size and the entry carries none (`cluster_dims`), so a kernel that reads its cluster size
+/// here runs correctly either way.
+#[inline(always)]
+pub fn cluster_nctarank() -> u32 {
+    let r: u32;
+    // SAFETY: reading a special register.
+    unsafe { asm!("mov.u32 {0}, %cluster_nctarank;", out(reg32) r, options(pure, nomem, nostack)) };
+    r
+}
+
+/// This block's cluster's index in x (`%clusterid.x`): `blockIdx.x / cluster size` for
+/// clusters laid along x.
+#[inline(always)]
+pub fn cluster_id_x() -> u32 {
+    let r: u32;
+    // SAFETY: reading a special register.
+    unsafe { asm!("mov.u32 {0}, %clusterid.x;", out(reg32) r, options(pure, nomem, nostack)) };
+    r
+}
+
 /// A barrier across every thread of the cluster (`barrier.cluster.arrive.release` +
 /// `wait.acquire`): shared-memory writes before it (mbarrier inits included) are visible to
 /// the other blocks after it. Every thread of every block of the cluster executes it. Not

@@ -3,8 +3,8 @@
 //! Changed from v04: v04 holds a row in one block's registers, so rows past `ROW_MAX_COLS` =
 //! 16384 go to v02, which reads them three times with one scalar load in flight a thread and
 //! one block a row (5.4% of the roof at 256×262144: 256 blocks on 132 SMs). Here a
-//! thread-block cluster of `CLUSTER` = 8 blocks (`.reqnctapercluster 8`, the portable size)
-//! shares one row, as softmax v07 does: block `rank` owns the slice `slice(rank, cols, ..)`
+//! thread-block cluster of c = `cluster_size(cols, ..)` blocks (1, 2, 4 or 8, set at launch)
+//! shares one row, as softmax v07 does: block `rank` owns the slice `slice(rank, cols, .., c)`
 //! and copies it into its shared memory once, with 16-byte `cp.async`s all in flight
 //! together in `GROUPS` commit groups, folding each group as it lands.
 //!
@@ -12,7 +12,7 @@
 //! memory (LayerNorm: the sum folded as the copies land, a block reduction for the mean,
 //! then the squared deviations around it; RMSNorm: the sum of squares folded as they land,
 //! mean 0). Thread 0 puts the pair in shared memory; after a cluster barrier
-//! (`barrier.cluster.arrive.release` / `wait.acquire`) lanes 0..7 of every warp read block
+//! (`barrier.cluster.arrive.release` / `wait.acquire`) lanes 0..c-1 of every warp read block
 //! l's pair through distributed shared memory (`mapa` + `ld.shared::cluster`), each with its
 //! slice length n_l (a function of l, not sent), and the warp merges them by Chan's parallel
 //! formula: mean = Σ n_l·mean_l / n, M2 = Σ (M2_l + n_l·(mean_l − mean)²). Why not one
@@ -29,7 +29,7 @@
 //! refuses longer rows (v02 takes any length) and reports the step unavailable on GPUs other
 //! than compute capability 9.0.
 //!
-//! Thread mapping: the cluster `blockIdx.x / 8` owns that row; block `rank` its slice; the
+//! Thread mapping: the cluster `%clusterid.x` owns that row; block `rank` its slice; the
 //! slice's 16-byte vectors (elements, when the rows are not 16-byte aligned) go round-robin
 //! over the block's `block_threads(cols, ..)` threads (at least `MIN_VECTORS` vectors each,
 //! up to 1024 threads), and each thread reads back from shared memory only what it copied
@@ -44,15 +44,15 @@
 /// The cluster-row layout (blocks per cluster, threads, slices, shared memory), softmax
 /// v07's.
 pub use crate::cluster_row::{
-    CLUSTER, GROUPS, HEADER_BYTES, MAX_THREADS, MIN_VECTORS, PARTIAL_OFFSET, block_threads,
-    shared_bytes, slice, slice_cols,
+    GROUPS, HEADER_BYTES, MAX_CLUSTER, MAX_THREADS, MIN_VECTORS, PARTIAL_OFFSET,
+    TARGET_SLICE_BYTES, block_threads, cluster_size, shared_bytes, slice, slice_cols,
 };
 /// Longest row: 8 blocks of 49152 f32 (192 KiB of shared memory each, 96 KiB in bf16).
 pub const MAX_COLS: u32 = 393216;
 
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
 mod dev {
-    use super::{CLUSTER, GROUPS, HEADER_BYTES, PARTIAL_OFFSET, slice};
+    use super::{GROUPS, HEADER_BYTES, PARTIAL_OFFSET, slice};
     use crate::cluster_row::dev::read_unit;
     use crate::gpu::async_copy::{self, shared_addr};
     use crate::gpu::bf16::{Storage, aligned16, load16_nc};
@@ -88,14 +88,15 @@ mod dev {
     ) {
         let n = if VEC { T::PER16 } else { 1 };
         let eb = 16 / T::PER16 as u32;
-        let rank = hopper::cluster_ctarank();
-        let (start, len) = slice(rank, cols, eb);
+        let (rank, cluster) = (hopper::cluster_ctarank(), hopper::cluster_nctarank());
+        let (start, len) = slice(rank, cols, eb, cluster);
         let units = len / n as u32;
         let (t, b) = (thread::thread_idx_x(), thread::block_dim_x());
-        let off = (thread::block_idx_x() / CLUSTER) as usize * cols as usize + start as usize;
+        let off = hopper::cluster_id_x() as usize * cols as usize + start as usize;
         let base = shared::dynamic_shared_mem::<F32x4>() as *mut u8;
-        // SAFETY: (whole body) the host launches rows · CLUSTER blocks of `b` threads with
-        // `shared_bytes(cols, ..)` bytes, so the header and the slice fit; every unit j <
+        // SAFETY: (whole body) the host launches rows clusters of `cluster` blocks of `b`
+        // threads with `shared_bytes(cols, .., cluster)` bytes, so the header and the slice
+        // fit; every unit j <
         // units lies inside this block's slice of its row (x and y hold rows · cols, w and
         // bias cols); with VEC the rows are 16-byte aligned and slices start on a vector.
         unsafe {
@@ -173,15 +174,15 @@ mod dev {
             hopper::cluster_sync();
             let lane = warp::lane_id();
             let (mut ml, mut m2l, mut nl) = (0.0f32, 0.0f32, 0.0f32);
-            if lane < CLUSTER {
+            if lane < cluster {
                 let peer = hopper::map_shared_rank(shared_addr(partial), lane);
                 [ml, m2l] = hopper::load_shared_cluster_f32x2(peer);
-                nl = slice(lane, cols, eb).1 as f32;
+                nl = slice(lane, cols, eb, cluster).1 as f32;
             }
             // Barrier 2, arrive: this thread's reads of the peers are done (their values are
             // in registers); the wait is at the end, before the block may exit.
             hopper::cluster_arrive();
-            // Chan's merge over the 8 lanes (lanes past CLUSTER hold n_l = 0: nothing).
+            // Chan's merge over the cluster's lanes (the lanes past them hold n_l = 0).
             let ncols = cols as f32;
             let (mean, m2) = if LAYER {
                 let mean = warp::sum_f32(nl * ml) / ncols;
@@ -248,8 +249,8 @@ mod dev {
 macro_rules! entry {
     ($t:ty, $layer:literal, $name:ident) => {
         crate::kernel! {
-            /// A cluster of 8 blocks per row, the row in their shared memory, rows of up to
-            /// 393216. sm_90a only.
+            /// A cluster of blocks per row (the launch's cluster size), the row in their
+            /// shared memory, rows of up to 393216. sm_90a only.
             #[cfg(target_feature = "sm_90a")]
             pub unsafe fn $name(
                 x: *const $t,
@@ -259,12 +260,11 @@ macro_rules! entry {
                 cols: u32,
                 eps: f32,
             ) {
-                crate::gpu::hopper::cluster_dims::<CLUSTER>();
                 // Blocks of up to MAX_THREADS: ptxas keeps to 64 registers a thread.
                 crate::gpu::launch_bounds::<{ MAX_THREADS }, 1>();
                 // SAFETY: forwarded from the host wrapper's checks (cols <= MAX_COLS; grid =
-                // rows · CLUSTER blocks of block_threads(cols, ..), shared_bytes(cols, ..) of
-                // shared memory).
+                // rows clusters of c = cluster_size(cols, ..) blocks of block_threads(cols, ..,
+                // c) threads, shared_bytes(cols, .., c) of shared memory).
                 unsafe { dev::run::<$t, $layer>(x, w, bias, y, cols, eps) }
             }
         }

@@ -2,14 +2,15 @@
 //!
 //! Changed from v05: v05 holds a row in one block's registers, so rows past 16384 elements go
 //! to v03, which reads them twice (41% of the roof at 2048×32768 in f32). Here a thread-block
-//! cluster of `CLUSTER` = 8 blocks (`.reqnctapercluster 8`, a portable size) shares one row:
-//! block `rank` of the cluster owns the slice `slice(rank, cols, ..)` of it and copies it into
+//! cluster of c blocks shares one row, c = `cluster_size(cols, ..)` of 1, 2, 4 or 8 (the
+//! fewest whose slices hold at most `TARGET_SLICE_BYTES`; set at launch, read from
+//! `%cluster_nctarank`): block `rank` owns the slice `slice(rank, cols, .., c)` and copies it into
 //! its shared memory once, with 16-byte `cp.async`s (all in flight together, in `GROUPS`
 //! commit groups), folding the elements into a running (max m, sum of e^(x - m)) per thread
 //! as each group lands. The block reduces its threads' pairs, thread 0 puts the block's pair
-//! in shared memory, and the 8 blocks swap them through distributed shared memory: after a
+//! in shared memory, and the c blocks swap them through distributed shared memory: after a
 //! cluster barrier (`barrier.cluster.arrive.release` / `wait.acquire`: the pairs written
-//! before it are visible after it), lanes 0..7 of every warp read block l's pair (`mapa` +
+//! before it are visible after it), lanes 0..c-1 of every warp read block l's pair (`mapa` +
 //! `ld.shared::cluster`) and the warp combines them with shuffles. Each block then
 //! normalizes its slice from shared memory into y. A second cluster barrier, arrived at right
 //! after the reads and waited on at the very end, keeps every block alive until the others
@@ -17,7 +18,7 @@
 //! (128 KiB of shared memory a block in f32); the host refuses longer rows (v03 takes any
 //! length) and reports the step unavailable on GPUs other than compute capability 9.0.
 //!
-//! Thread mapping: the cluster `blockIdx.x / 8` owns that row; block `rank` its slice; the
+//! Thread mapping: the cluster `%clusterid.x` owns that row; block `rank` its slice; the
 //! slice's 16-byte vectors (elements, when the rows are not 16-byte aligned) go round-robin
 //! over the block's `block_threads(cols, ..)` threads (at least `MIN_VECTORS` vectors each, up
 //! to 1024 threads), and each thread reads back from shared memory only what it copied
@@ -32,15 +33,15 @@
 /// The cluster-row layout (blocks per cluster, threads, slices, shared memory), shared with
 /// norm v06.
 pub use crate::cluster_row::{
-    CLUSTER, GROUPS, HEADER_BYTES, MAX_THREADS, MIN_VECTORS, PARTIAL_OFFSET, block_threads,
-    shared_bytes, slice, slice_cols,
+    GROUPS, HEADER_BYTES, MAX_CLUSTER, MAX_THREADS, MIN_VECTORS, PARTIAL_OFFSET,
+    TARGET_SLICE_BYTES, block_threads, cluster_size, shared_bytes, slice, slice_cols,
 };
 /// Longest row: 8 blocks of 32768 f32 (128 KiB of shared memory each, 64 KiB in bf16).
 pub const MAX_COLS: u32 = 262144;
 
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
 mod dev {
-    use super::{CLUSTER, GROUPS, HEADER_BYTES, PARTIAL_OFFSET, slice};
+    use super::{GROUPS, HEADER_BYTES, PARTIAL_OFFSET, slice};
     use crate::cluster_row::dev::read_unit;
     use crate::gpu::async_copy::{self, shared_addr};
     use crate::gpu::bf16::{Storage, aligned16};
@@ -53,14 +54,15 @@ mod dev {
     #[inline(always)]
     unsafe fn body<T: Storage, const VEC: bool>(x: *const T, y: *mut T, cols: u32) {
         let n = if VEC { T::PER16 } else { 1 };
-        let rank = hopper::cluster_ctarank();
-        let (start, len) = slice(rank, cols, 16 / T::PER16 as u32);
+        let (rank, cluster) = (hopper::cluster_ctarank(), hopper::cluster_nctarank());
+        let (start, len) = slice(rank, cols, 16 / T::PER16 as u32, cluster);
         let units = len / n as u32;
         let (t, b) = (thread::thread_idx_x(), thread::block_dim_x());
-        let off = (thread::block_idx_x() / CLUSTER) as usize * cols as usize + start as usize;
+        let off = hopper::cluster_id_x() as usize * cols as usize + start as usize;
         let base = shared::dynamic_shared_mem::<F32x4>() as *mut u8;
-        // SAFETY: (whole body) the host launches rows · CLUSTER blocks of `b` threads with
-        // `shared_bytes(cols, ..)` bytes, so the header and the slice fit; every unit j <
+        // SAFETY: (whole body) the host launches rows clusters of `cluster` blocks of `b`
+        // threads with `shared_bytes(cols, .., cluster)` bytes, so the header and the slice
+        // fit; every unit j <
         // units lies inside this block's slice of its row (x and y hold rows · cols); with
         // VEC the rows are 16-byte aligned and slices start on a vector.
         unsafe {
@@ -134,7 +136,7 @@ mod dev {
             hopper::cluster_sync();
             let lane = warp::lane_id();
             let (mut pm, mut ps) = (f32::NEG_INFINITY, 0.0f32);
-            if lane < CLUSTER {
+            if lane < cluster {
                 let peer = hopper::map_shared_rank(shared_addr(partial), lane);
                 [pm, ps] = hopper::load_shared_cluster_f32x2(peer);
             }
@@ -182,17 +184,17 @@ mod dev {
 }
 
 crate::kernel! {
-    /// Softmax of each row of x into y (f32), rows of up to 262144, a cluster of 8 blocks a
-    /// row. sm_90a only.
+    /// Softmax of each row of x into y (f32), rows of up to 262144, a cluster of blocks a
+    /// row (the launch's cluster size). sm_90a only.
     #[cfg(target_feature = "sm_90a")]
     pub unsafe fn softmax_v07_cluster_row_f32(
         x: *const f32,
         y: *mut f32,
         cols: u32,
     ) {
-        crate::gpu::hopper::cluster_dims::<CLUSTER>();
-        // SAFETY: forwarded from the host wrapper's checks (cols <= MAX_COLS; grid = rows ·
-        // CLUSTER blocks of block_threads(cols, 4), shared_bytes(cols, 4) of shared memory).
+        // SAFETY: forwarded from the host wrapper's checks (cols <= MAX_COLS; grid = rows
+        // clusters of c = cluster_size(cols, 4) blocks of block_threads(cols, 4, c) threads,
+        // shared_bytes(cols, 4, c) of shared memory).
         unsafe { dev::run::<f32>(x, y, cols) }
     }
 }
@@ -205,7 +207,6 @@ crate::kernel! {
         y: *mut u16,
         cols: u32,
     ) {
-        crate::gpu::hopper::cluster_dims::<CLUSTER>();
         // SAFETY: as above, with 2-byte elements.
         unsafe { dev::run::<u16>(x, y, cols) }
     }

@@ -259,8 +259,9 @@ mod unit_tests {
             .find(|c| c.variant == "v06_cluster_row_rmsnorm_f32")
             .unwrap();
         assert!(v06.shape.ends_with("x32768"), "{}", v06.shape);
-        assert_eq!(v06.kernels[0].block_threads, 256);
-        assert_eq!(v06.kernels[0].shared_bytes, 144 + 4096 * 4);
+        // 4 blocks a row of 8192 (32 KiB), 512 threads of 4 vectors.
+        assert_eq!(v06.kernels[0].block_threads, 512);
+        assert_eq!(v06.kernels[0].shared_bytes, 144 + 8192 * 4);
         // Full run: the short and long shapes hold half the ladder's elements.
         let c = cases(false, None, 1);
         assert!(c.iter().any(|c| c.shape == "262144x128"));

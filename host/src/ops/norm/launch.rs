@@ -12,6 +12,7 @@ use rooflab_kernels::norm::{
 use crate::bench::KernelUse;
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Kernel, KernelId, LaunchConfig};
+use crate::ops::cluster_row::Geometry;
 use crate::tensor::{Buf, Dtype, Elem, RowStats, check_dims, expect_buf, variant_name};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -184,8 +185,8 @@ impl Variant {
                 "do not fit in a cluster's shared memory ({} holds at most {max}: {} blocks × \
                  {}); use norm::auto or {} (any length)",
                 self.stem(),
-                v06_cluster_row::CLUSTER,
-                max / v06_cluster_row::CLUSTER,
+                v06_cluster_row::MAX_CLUSTER,
+                max / v06_cluster_row::MAX_CLUSTER,
                 Variant::V02FusedBlock.stem()
             ),
             _ => format!(
@@ -240,11 +241,8 @@ impl Variant {
             Variant::V04PackedRow => (row_threads(cols), v04_packed_row::SHARED_BYTES),
             Variant::V05RowsPerWarp => (v05_rows_per_warp::BLOCK_THREADS, 0),
             Variant::V06ClusterRow => {
-                let e = dt.size() as u32;
-                (
-                    v06_cluster_row::block_threads(cols, e),
-                    v06_cluster_row::shared_bytes(cols, e),
-                )
+                let g = Geometry::chosen(cols, dt.size() as u32);
+                (g.threads, g.shared_bytes)
             }
         }
     }
@@ -392,7 +390,7 @@ fn launch<T: NormElem>(
     // SAFETY (every launch): buffers checked by the caller to hold rows x cols / cols
     // elements of T (and cols against the variant's limit), statistics `rows` f32; one block
     // per row (v05: row_lanes(cols) lanes per row, the kernel skips rows past the last; v06:
-    // a cluster of CLUSTER blocks per row, with the block size and shared memory its
+    // a cluster of blocks per row, with the cluster size, block size and shared memory its
     // geometry functions give for cols).
     unsafe {
         match v {
@@ -419,16 +417,17 @@ fn launch<T: NormElem>(
             }
             Variant::V06ClusterRow => {
                 gpu.available(e.v06)?;
+                let g = Geometry::for_launch(op, c, T::DTYPE.size() as u32)?;
                 let cfg = LaunchConfig::for_threads(
                     op,
-                    rows as u64 * v06_cluster_row::CLUSTER as u64 * b as u64,
-                    b,
+                    rows as u64 * g.cluster as u64 * g.threads as u64,
+                    g.threads,
                 )?;
                 let cfg = LaunchConfig {
-                    shared_bytes: shared,
+                    shared_bytes: g.shared_bytes,
                     ..cfg
                 };
-                gpu.launch(e.v06, cfg, (x, w, bias, yv, c, eps))
+                gpu.launch_cluster(e.v06, cfg, g.cluster, (x, w, bias, yv, c, eps))
             }
         }
     }
@@ -535,48 +534,32 @@ mod unit_tests {
         );
     }
 
-    /// v06: the 8 blocks' slices cover each element of a row once, every slice starts on a
-    /// 16-byte vector, the block and its shared memory fit the GPU at every length up to the
-    /// max (227 KiB is sm_90's most a block), and longer rows are refused.
+    /// v06: its block shape is the cluster-row geometry chosen for the row (whose slices
+    /// `cluster_row`'s tests check), fits the GPU at every length up to the max, and longer
+    /// rows are refused.
     #[test]
-    fn cluster_slices_cover_each_element_once() {
-        use v06_cluster_row::{CLUSTER, MAX_COLS, MAX_THREADS, block_threads, shared_bytes, slice};
-        const { assert!(CLUSTER <= 8, "portable cluster size") };
+    fn cluster_row_geometry_fits_up_to_the_max() {
+        use v06_cluster_row::{MAX_COLS, MAX_THREADS, slice};
         const { assert!(MAX_COLS > 262144, "the issue's longest rows, and 262145") };
         let lengths = [1u32, 2, 7, 8, 31, 127, 128, 129, 4097, 16385, 32768, 65537, 262145];
         for cols in lengths.into_iter().chain([MAX_COLS - 1, MAX_COLS]) {
             for dt in Dtype::ALL {
                 let e = dt.size() as u32;
-                let per16 = 16 / e;
-                let mut seen = vec![0u8; cols as usize];
-                let mut next = 0;
-                for rank in 0..CLUSTER {
-                    let (start, len) = slice(rank, cols, e);
-                    assert!(start.is_multiple_of(per16), "cols={cols} rank={rank}");
-                    if len > 0 {
-                        assert_eq!(start, next, "slices in order, no gaps");
-                        next = start + len;
-                    }
-                    for j in start..start + len {
-                        seen[j as usize] += 1;
-                    }
-                }
-                assert!(seen.iter().all(|&s| s == 1), "cols={cols} {dt:?}");
-                let b = block_threads(cols, e);
-                assert!(b.is_multiple_of(32) && (32..=MAX_THREADS).contains(&b), "{cols}");
+                let g = Geometry::chosen(cols, e);
                 let (bs, shared) = Variant::V06ClusterRow.block_shape(dt, cols);
-                assert_eq!((bs, shared), (b, shared_bytes(cols, e)));
+                assert_eq!((bs, shared), (g.threads, g.shared_bytes));
+                assert!(bs.is_multiple_of(32) && (32..=MAX_THREADS).contains(&bs), "{cols}");
                 assert!(shared <= 227 * 1024, "cols={cols} {dt:?}: {shared} bytes");
-                let (_, len0) = slice(0, cols, e);
+                let (_, len0) = slice(0, cols, e, g.cluster);
                 assert!(shared >= len0 * e, "the slice fits");
             }
         }
-        // The bench's long rows: 32768 f32 → 256 threads of 4 vectors, 16 KiB of slice;
-        // 262144 f32 → 1024 threads, 128 KiB; the max in f32 → 1024 threads, 192 KiB.
-        assert_eq!(block_threads(32768, 4), 256);
-        assert_eq!(shared_bytes(32768, 4), 144 + 4096 * 4);
-        assert_eq!(block_threads(262144, 4), 1024);
-        assert_eq!(shared_bytes(MAX_COLS, 4), 144 + 192 * 1024);
+        // The bench's long rows: 32768 f32 → 4 blocks of 512 threads of 4 vectors, 32 KiB of
+        // slice; 262144 f32 → 8 blocks of 1024 threads, 128 KiB; the max in f32 → 192 KiB.
+        assert_eq!(Geometry::chosen(32768, 4).threads, 512);
+        assert_eq!(Geometry::chosen(32768, 4).shared_bytes, 144 + 8192 * 4);
+        assert_eq!(Geometry::chosen(262144, 4).threads, 1024);
+        assert_eq!(Geometry::chosen(MAX_COLS, 4).shared_bytes, 144 + 192 * 1024);
         let v = Variant::V06ClusterRow;
         v.check_cols(Kind::LayerNorm, Dtype::Bf16, MAX_COLS as usize).unwrap();
         let e = v

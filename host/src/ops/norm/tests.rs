@@ -11,6 +11,7 @@ use super::reference::{norm_ref, row_stats};
 use crate::check::{compare_f32, random_f32, rng};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
+use crate::ops::cluster_row::check_every_size;
 use crate::tensor::{Buf, Dtype, RowStats};
 use crate::testing::{GpuTest, expect_error};
 
@@ -238,6 +239,18 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
                         .fold(test, |test, id| test.requiring(id)),
                 );
             }
+            // v06 at every cluster size, not only the one chosen for each length.
+            let v = Variant::V06ClusterRow;
+            let name = format!("{}_every_cluster_size_matches_cpu", v.name(k, dt));
+            let test = GpuTest::new(name, move |gpu| {
+                check_every_size(dt.size() as u32, |rows, cols, i| {
+                    for large_mean in [false, true] {
+                        check(gpu, v, k, dt, rows, cols, large_mean, seed + i)?;
+                    }
+                    Ok(())
+                })
+            });
+            t.push(v.kernels(k, dt).into_iter().fold(test, |t, id| t.requiring(id)));
             t.push(GpuTest::new(
                 format!("norm_auto_{}_{}_matches_cpu", k.name(), dt.name()),
                 move |gpu| {

@@ -224,8 +224,9 @@ mod unit_tests {
             .find(|c| c.variant == "v07_cluster_row_f32")
             .unwrap();
         assert!(v07.shape.ends_with("x32768"), "{}", v07.shape);
-        assert_eq!(v07.kernels[0].block_threads, 256);
-        assert_eq!(v07.kernels[0].shared_bytes, 144 + 4096 * 4);
+        // 4 blocks a row of 8192 (32 KiB), 512 threads of 4 vectors.
+        assert_eq!(v07.kernels[0].block_threads, 512);
+        assert_eq!(v07.kernels[0].shared_bytes, 144 + 8192 * 4);
     }
 
     /// The row-length sweep: `auto` at every length, rows x cols the same total, honouring

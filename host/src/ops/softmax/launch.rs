@@ -11,6 +11,7 @@ use rooflab_kernels::softmax::{
 use crate::bench::KernelUse;
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Kernel, KernelId, LaunchConfig};
+use crate::ops::cluster_row::Geometry;
 use crate::tensor::{Buf, Dtype, Elem, RowStats, check_dims, expect_buf, variant_name};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -149,11 +150,8 @@ impl Variant {
             Variant::V05RowInRegisters => (row_threads(cols), v05_row_in_registers::SHARED_BYTES),
             Variant::V06RowsPerWarp => (v06_rows_per_warp::BLOCK_THREADS, 0),
             Variant::V07ClusterRow => {
-                let e = dt.size() as u32;
-                (
-                    v07_cluster_row::block_threads(cols, e),
-                    v07_cluster_row::shared_bytes(cols, e),
-                )
+                let g = Geometry::chosen(cols, dt.size() as u32);
+                (g.threads, g.shared_bytes)
             }
         }
     }
@@ -198,8 +196,8 @@ impl Variant {
                 "do not fit in a cluster's shared memory ({} holds at most {max}: {} blocks × \
                  {}); use softmax::auto or {} (two reads, any length)",
                 self.stem(),
-                v07_cluster_row::CLUSTER,
-                max / v07_cluster_row::CLUSTER,
+                v07_cluster_row::MAX_CLUSTER,
+                max / v07_cluster_row::MAX_CLUSTER,
                 Variant::V03Online.stem()
             ),
             _ => format!(
@@ -283,8 +281,8 @@ fn launch<T: SoftmaxElem>(
     // SAFETY (every launch below): x and y hold rows x cols elements of T (checked by the
     // caller, as is cols against the variant's limit), the statistics `rows` f32; grids are
     // one block per row (v04: one warp per row, v06: warp_row_lanes(cols) lanes per row, the
-    // kernels skip rows past the last; v07: a cluster of CLUSTER blocks per row, with the
-    // block size and shared memory its geometry functions give for cols).
+    // kernels skip rows past the last; v07: a cluster of blocks per row, with the cluster
+    // size, block size and shared memory its geometry functions give for cols).
     unsafe {
         match v {
             Variant::V01ThreeKernels => {
@@ -315,16 +313,17 @@ fn launch<T: SoftmaxElem>(
             }
             Variant::V07ClusterRow => {
                 gpu.available(k.v07)?;
+                let g = Geometry::for_launch(op, c, T::DTYPE.size() as u32)?;
                 let cfg = LaunchConfig::for_threads(
                     op,
-                    rows as u64 * v07_cluster_row::CLUSTER as u64 * b as u64,
-                    b,
+                    rows as u64 * g.cluster as u64 * g.threads as u64,
+                    g.threads,
                 )?;
                 let cfg = LaunchConfig {
-                    shared_bytes: shared,
+                    shared_bytes: g.shared_bytes,
                     ..cfg
                 };
-                gpu.launch(k.v07, cfg, (xv, yv, c))
+                gpu.launch_cluster(k.v07, cfg, g.cluster, (xv, yv, c))
             }
         }
     }
@@ -429,46 +428,30 @@ mod unit_tests {
         );
     }
 
-    /// v07: the 8 blocks' slices cover each element of a row once, every slice starts on a
-    /// 16-byte vector, the block and its shared memory fit the GPU at every length up to the
-    /// max (227 KiB is sm_90's most a block), and longer rows are refused.
+    /// v07: its block shape is the cluster-row geometry chosen for the row (whose slices
+    /// `cluster_row`'s tests check), fits the GPU at every length up to the max, and longer
+    /// rows are refused.
     #[test]
-    fn cluster_slices_cover_each_element_once() {
-        use v07_cluster_row::{CLUSTER, MAX_COLS, MAX_THREADS, block_threads, shared_bytes, slice};
-        const { assert!(CLUSTER <= 8, "portable cluster size") };
+    fn cluster_row_geometry_fits_up_to_the_max() {
+        use v07_cluster_row::{MAX_COLS, MAX_THREADS, slice};
         const { assert!(MAX_COLS >= 262144, "the issue's longest rows") };
         let lengths = [1u32, 2, 7, 8, 31, 127, 128, 129, 4097, 16385, 32768, 65537];
         for cols in lengths.into_iter().chain([MAX_COLS - 1, MAX_COLS]) {
             for dt in Dtype::ALL {
                 let e = dt.size() as u32;
-                let per16 = 16 / e;
-                let mut seen = vec![0u8; cols as usize];
-                let mut next = 0;
-                for rank in 0..CLUSTER {
-                    let (start, len) = slice(rank, cols, e);
-                    assert!(start.is_multiple_of(per16), "cols={cols} rank={rank}");
-                    if len > 0 {
-                        assert_eq!(start, next, "slices in order, no gaps");
-                        next = start + len;
-                    }
-                    for j in start..start + len {
-                        seen[j as usize] += 1;
-                    }
-                }
-                assert!(seen.iter().all(|&s| s == 1), "cols={cols} {dt:?}");
-                let b = block_threads(cols, e);
-                assert!(b.is_multiple_of(32) && (32..=MAX_THREADS).contains(&b), "{cols}");
+                let g = Geometry::chosen(cols, e);
                 let (bs, shared) = Variant::V07ClusterRow.block_shape(dt, cols);
-                assert_eq!((bs, shared), (b, shared_bytes(cols, e)));
+                assert_eq!((bs, shared), (g.threads, g.shared_bytes));
+                assert!(bs.is_multiple_of(32) && (32..=MAX_THREADS).contains(&bs), "{cols}");
                 assert!(shared <= 227 * 1024, "cols={cols} {dt:?}: {shared} bytes");
-                let (_, len0) = slice(0, cols, e);
+                let (_, len0) = slice(0, cols, e, g.cluster);
                 assert!(shared >= len0 * e, "the slice fits");
             }
         }
-        // The bench's shapes: 32768 f32 → 256 threads of 4 vectors, 16 KiB of slice;
-        // the max in f32 → 1024 threads, 128 KiB.
-        assert_eq!(block_threads(32768, 4), 256);
-        assert_eq!(block_threads(MAX_COLS, 4), 1024);
+        // The bench's shapes: 32768 f32 → 4 blocks of 512 threads of 4 vectors (32 KiB of
+        // slice); the max in f32 → 8 blocks of 1024 threads, 128 KiB.
+        assert_eq!(Geometry::chosen(32768, 4).threads, 512);
+        assert_eq!(Geometry::chosen(MAX_COLS, 4).threads, 1024);
         let v = Variant::V07ClusterRow;
         v.check_cols(Dtype::Bf16, MAX_COLS as usize).unwrap();
         let e = v.check_cols(Dtype::F32, MAX_COLS as usize + 1).unwrap_err().to_string();

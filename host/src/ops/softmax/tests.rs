@@ -9,6 +9,7 @@ use super::reference::softmax_ref;
 use crate::check::{compare_f32, random_f32, rng};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
+use crate::ops::cluster_row::check_every_size;
 use crate::tensor::{Buf, Dtype, RowStats};
 use crate::testing::{GpuTest, expect_error};
 
@@ -201,6 +202,20 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
                 Ok(())
             },
         ));
+    }
+    // v07 at every cluster size, not only the one chosen for each length.
+    for dt in Dtype::ALL {
+        let v = Variant::V07ClusterRow;
+        let name = format!("{}_every_cluster_size_matches_cpu", v.name(dt));
+        let test = GpuTest::new(name, move |gpu| {
+            check_every_size(dt.size() as u32, |rows, cols, i| {
+                for p in [Pattern::Normal, Pattern::NegInf] {
+                    check(gpu, Some(v), dt, rows, cols, p, seed + i)?;
+                }
+                Ok(())
+            })
+        });
+        t.push(v.kernels(dt).into_iter().fold(test, |t, k| t.requiring(k)));
     }
     t.push(GpuTest::new("softmax_all_neg_inf_row_gives_zeros", |gpu| {
         let clusters = clusters_available(gpu)?;
