@@ -11,6 +11,9 @@
 //! [`cluster_size`] from the row length): the kernels read it from `%cluster_nctarank`, so one
 //! entry serves 1, 2, 4 or 8 blocks a row.
 //!
+//! Softmax v08 keeps its slices in registers instead (`reg_cluster_size`,
+//! `reg_block_threads`; shared memory: the header only).
+//!
 //! Shared memory of a block: `HEADER_BYTES` (32 f32 for block reductions, then the block's
 //! pair at `PARTIAL_OFFSET`, padded to 16 bytes), then the slice as stored.
 
@@ -90,6 +93,31 @@ pub const fn block_threads(cols: u32, elem_bytes: u32, cluster: u32) -> u32 {
 /// the slice, as stored.
 pub const fn shared_bytes(cols: u32, elem_bytes: u32, cluster: u32) -> u32 {
     HEADER_BYTES + slice_cols(cols, elem_bytes, cluster) * elem_bytes
+}
+
+/// The register-kept variant of the layout (softmax v08): each block holds its slice in
+/// registers, `ROW_ITEMS` (16) elements a thread in the row-in-registers layout of
+/// `crate::row_layout`, so a slice is at most `ROW_MAX_COLS` (16384) elements and shared
+/// memory holds only the header. The slice a block aims at: `REG_TARGET_SLICE` elements,
+/// 512 threads (the block size at which v05 reaches the roof: 8192-element rows).
+pub const REG_TARGET_SLICE: u32 = 8192;
+/// Longest row of the register-kept layout: `MAX_CLUSTER` slices of `ROW_MAX_COLS`.
+pub const REG_MAX_COLS: u32 = MAX_CLUSTER * crate::row_layout::ROW_MAX_COLS;
+
+/// Blocks a row of the register-kept layout for rows of `cols`: the fewest of 1, 2, 4, 8
+/// whose slices hold at most `REG_TARGET_SLICE` elements, else `MAX_CLUSTER`.
+pub const fn reg_cluster_size(cols: u32, elem_bytes: u32) -> u32 {
+    let mut c = 1;
+    while c < MAX_CLUSTER && slice_cols(cols, elem_bytes, c) > REG_TARGET_SLICE {
+        c *= 2;
+    }
+    c
+}
+
+/// Threads a block of the register-kept layout in clusters of `cluster`: `row_threads` of
+/// the slice (16 elements a thread, whole warps).
+pub const fn reg_block_threads(cols: u32, elem_bytes: u32, cluster: u32) -> u32 {
+    crate::row_layout::row_threads(slice_cols(cols, elem_bytes, cluster))
 }
 
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]

@@ -1,9 +1,12 @@
-//! The host half of the cluster-row layout (softmax v07, norm v06; device half and geometry
-//! in `rooflab_kernels::cluster_row`): the cluster size a launch uses, and its block shape.
+//! The host half of the cluster-row layout (softmax v07 and v08, norm v06; device half and
+//! geometry in `rooflab_kernels::cluster_row`): the cluster size a launch uses, and its block
+//! shape.
 
 use rooflab_kernels::cluster_row::{
-    MAX_CLUSTER, MAX_SHARED_BYTES, block_threads, cluster_size, shared_bytes,
+    HEADER_BYTES, MAX_CLUSTER, MAX_SHARED_BYTES, block_threads, cluster_size, reg_block_threads,
+    reg_cluster_size, shared_bytes, slice_cols,
 };
+use rooflab_kernels::row_layout::ROW_MAX_COLS;
 
 use std::cell::Cell;
 
@@ -13,6 +16,15 @@ use crate::error::{Error, Result};
 /// 8) instead of `cluster_size`'s choice: for measuring that choice (`cargo xtask bench
 /// --family softmax --variant v07` once per size). Unset or empty: the choice.
 pub const FORCE_ENV: &str = "ROOFLAB_CLUSTER_ROW";
+
+/// Where the blocks of a cluster keep their slices of the row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Keep {
+    /// In shared memory, copied in by `cp.async` (softmax v07, norm v06).
+    Shared,
+    /// In registers, 16 elements a thread (softmax v08).
+    Registers,
+}
 
 /// A cluster-row launch for rows of `cols`: blocks a cluster, threads a block, dynamic
 /// shared bytes a block.
@@ -25,48 +37,87 @@ pub struct Geometry {
 
 impl Geometry {
     /// The geometry for `cluster` blocks a row; refused (naming `op`, the row and what to
-    /// do) when a block's slice would not fit in its shared memory.
-    pub fn with_cluster(op: &str, cols: u32, elem_bytes: u32, cluster: u32) -> Result<Geometry> {
-        let shared = shared_bytes(cols, elem_bytes, cluster);
-        if shared > MAX_SHARED_BYTES {
-            return Err(Error::Shape {
+    /// do) when a block's slice would not fit where it is kept.
+    pub fn with_cluster(
+        op: &str,
+        cols: u32,
+        elem_bytes: u32,
+        cluster: u32,
+        keep: Keep,
+    ) -> Result<Geometry> {
+        let refuse = |what: String| {
+            Err(Error::Shape {
                 op: op.into(),
                 what: format!(
-                    "rows of {cols} elements in clusters of {cluster} blocks need {shared} \
-                     bytes of shared memory a block, more than the {MAX_SHARED_BYTES} a block \
-                     may have: use more blocks a row (unset {FORCE_ENV})"
+                    "rows of {cols} elements in clusters of {cluster} blocks {what}: use more \
+                     blocks a row (unset {FORCE_ENV})"
                 ),
-            });
+            })
+        };
+        match keep {
+            Keep::Shared => {
+                let shared = shared_bytes(cols, elem_bytes, cluster);
+                if shared > MAX_SHARED_BYTES {
+                    return refuse(format!(
+                        "need {shared} bytes of shared memory a block, more than the \
+                         {MAX_SHARED_BYTES} a block may have"
+                    ));
+                }
+                Ok(Geometry {
+                    cluster,
+                    threads: block_threads(cols, elem_bytes, cluster),
+                    shared_bytes: shared,
+                })
+            }
+            Keep::Registers => {
+                let slice = slice_cols(cols, elem_bytes, cluster);
+                if slice > ROW_MAX_COLS {
+                    return refuse(format!(
+                        "have slices of {slice} elements, more than the {ROW_MAX_COLS} a \
+                         block holds in registers"
+                    ));
+                }
+                Ok(Geometry {
+                    cluster,
+                    threads: reg_block_threads(cols, elem_bytes, cluster),
+                    shared_bytes: HEADER_BYTES,
+                })
+            }
         }
-        Ok(Geometry {
-            cluster,
-            threads: block_threads(cols, elem_bytes, cluster),
-            shared_bytes: shared,
-        })
     }
 
-    /// The geometry `cluster_size` chooses for rows of `cols` (the variants' limits keep
-    /// its slices in shared memory).
-    pub fn chosen(cols: u32, elem_bytes: u32) -> Geometry {
-        let cluster = cluster_size(cols, elem_bytes);
-        Geometry {
-            cluster,
-            threads: block_threads(cols, elem_bytes, cluster),
-            shared_bytes: shared_bytes(cols, elem_bytes, cluster),
+    /// The geometry chosen for rows of `cols` (`cluster_size` or `reg_cluster_size`; the
+    /// variants' limits keep its slices where they fit).
+    pub fn chosen(cols: u32, elem_bytes: u32, keep: Keep) -> Geometry {
+        let cluster = match keep {
+            Keep::Shared => cluster_size(cols, elem_bytes),
+            Keep::Registers => reg_cluster_size(cols, elem_bytes),
+        };
+        match keep {
+            Keep::Shared => Geometry {
+                cluster,
+                threads: block_threads(cols, elem_bytes, cluster),
+                shared_bytes: shared_bytes(cols, elem_bytes, cluster),
+            },
+            Keep::Registers => Geometry {
+                cluster,
+                threads: reg_block_threads(cols, elem_bytes, cluster),
+                shared_bytes: HEADER_BYTES,
+            },
         }
     }
 
     /// The geometry a launch uses: the size of an enclosing [`with_cluster`] on this thread,
     /// else `FORCE_ENV`'s when set, else [`Geometry::chosen`].
-    pub fn for_launch(op: &str, cols: u32, elem_bytes: u32) -> Result<Geometry> {
+    pub fn for_launch(op: &str, cols: u32, elem_bytes: u32, keep: Keep) -> Result<Geometry> {
         let scoped = SCOPED.with(Cell::get);
         let c = match scoped {
             Some(c) => Some(c),
             None => forced(std::env::var(FORCE_ENV).ok().as_deref())?,
         };
         match c {
-            Some(c) => Geometry::with_cluster(op, cols, elem_bytes, c),
-            None => Ok(Geometry::chosen(cols, elem_bytes)),
+            Some(c) => Geometry::with_cluster(op, cols, elem_bytes, c, keep),
+            None => Ok(Geometry::chosen(cols, elem_bytes, keep)),
         }
     }
 }
@@ -90,22 +141,26 @@ pub fn with_cluster<R>(cluster: u32, f: impl FnOnce() -> Result<R>) -> Result<R>
 
 /// (rows, cols) the GPU tests check at every cluster size: a short row (most blocks of a
 /// cluster own nothing), odd lengths (scalar layout, short last slices), the bench's 32768,
-/// and the softmax's longest row (past a block's shared memory in one block).
-pub const SIZE_TEST_SHAPES: [(usize, usize); 6] = [
+/// and the softmax's longest rows (past a block's shared memory or registers in one block).
+pub const SIZE_TEST_SHAPES: [(usize, usize); 7] = [
     (3, 31),
     (5, 4097),
     (17, 16385),
     (3, 32768),
     (1, 65537),
+    (2, 131072),
     (2, 262144),
 ];
 
 /// The GPU tests' loop over cluster sizes: `check(rows, cols, i)` under [`with_cluster`] for
 /// every size and every shape of `SIZE_TEST_SHAPES` (those a sanitizer's limit keeps); where a block's slice would not fit
 /// its shared memory, `check` must fail with that refusal (naming the cluster size), and
-/// does not count as checked. Errors name the cluster size.
+/// does not count as checked. Errors name the cluster size. `max_cols`: the variant's
+/// longest row (longer shapes are left out).
 pub fn check_every_size(
     elem_bytes: u32,
+    keep: Keep,
+    max_cols: usize,
     check: impl Fn(usize, usize, u64) -> Result<()>,
 ) -> Result<()> {
     for c in [1, 2, 4, MAX_CLUSTER] {
@@ -114,7 +169,10 @@ pub fn check_every_size(
             .iter()
             .enumerate()
         {
-            let fits = Geometry::with_cluster("t", cols as u32, elem_bytes, c).is_ok();
+            if cols > max_cols {
+                continue;
+            }
+            let fits = Geometry::with_cluster("t", cols as u32, elem_bytes, c, keep).is_ok();
             let r = with_cluster(c, || check(rows, cols, i as u64));
             match (fits, r) {
                 (true, Ok(())) => {}
@@ -124,8 +182,8 @@ pub fn check_every_size(
                 (false, Err(e)) if e.to_string().contains(&format!("clusters of {c} ")) => {}
                 (false, r) => {
                     return Err(Error::Mismatch(format!(
-                        "{rows}x{cols} in clusters of {c} blocks does not fit shared memory and \
-                         was not refused: {r:?}"
+                        "{rows}x{cols} in clusters of {c} blocks does not fit and was not \
+                         refused: {r:?}"
                     )));
                 }
             }
@@ -160,7 +218,7 @@ mod tests {
             for cols in [
                 1u32, 100, 4096, 16384, 16385, 32768, 65536, 131072, 262144, 393216,
             ] {
-                let g = Geometry::chosen(cols, e);
+                let g = Geometry::chosen(cols, e, Keep::Shared);
                 assert!(g.cluster.is_power_of_two() && g.cluster <= MAX_CLUSTER);
                 let bytes = |c| slice_cols(cols, e, c) * e;
                 assert!(g.cluster == MAX_CLUSTER || bytes(g.cluster) <= TARGET_SLICE_BYTES);
@@ -172,9 +230,34 @@ mod tests {
             }
         }
         // The bench's long rows: bf16 32768 in two blocks of 32 KiB, f32 in four.
-        assert_eq!(Geometry::chosen(32768, 2).cluster, 2);
-        assert_eq!(Geometry::chosen(32768, 4).cluster, 4);
-        assert_eq!(Geometry::chosen(262144, 4).cluster, 8);
+        assert_eq!(Geometry::chosen(32768, 2, Keep::Shared).cluster, 2);
+        assert_eq!(Geometry::chosen(32768, 4, Keep::Shared).cluster, 4);
+        assert_eq!(Geometry::chosen(262144, 4, Keep::Shared).cluster, 8);
+    }
+
+    /// The register-kept layout: slices of at most 8192 elements (512 threads) where 8 blocks
+    /// suffice, never more than a block's 16384 registers' worth up to its longest row.
+    #[test]
+    fn the_register_layout_keeps_slices_in_registers() {
+        use rooflab_kernels::cluster_row::{REG_MAX_COLS, REG_TARGET_SLICE};
+        for e in [2u32, 4] {
+            for cols in [1u32, 100, 8192, 8193, 16385, 32768, 65536, 65537, 131072] {
+                let g = Geometry::chosen(cols, e, Keep::Registers);
+                let slice = slice_cols(cols, e, g.cluster);
+                assert!(slice <= ROW_MAX_COLS && g.threads * 16 >= slice, "{cols}");
+                assert!(g.cluster == MAX_CLUSTER || slice <= REG_TARGET_SLICE, "{cols}");
+                assert!(g.cluster == 1 || slice_cols(cols, e, g.cluster / 2) > REG_TARGET_SLICE);
+                assert_eq!(g.shared_bytes, HEADER_BYTES);
+                assert_eq!(g, Geometry::with_cluster("t", cols, e, g.cluster, Keep::Registers).unwrap());
+            }
+            assert_eq!(Geometry::chosen(32768, e, Keep::Registers).cluster, 4);
+            assert_eq!(Geometry::chosen(32768, e, Keep::Registers).threads, 512);
+            assert_eq!(Geometry::chosen(REG_MAX_COLS, e, Keep::Registers).threads, 1024);
+            let err = Geometry::with_cluster("softmax/v08", 32768, e, 1, Keep::Registers)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("32768") && err.contains("registers"), "{err}");
+        }
     }
 
     /// For every cluster size, the slices cover each element of a row once, in order, each
@@ -231,17 +314,17 @@ mod tests {
             );
         }
         // The scoped size wins over the choice, is checked, and is restored after.
-        let g = with_cluster(2, || Geometry::for_launch("t", 32768, 4)).unwrap();
+        let g = with_cluster(2, || Geometry::for_launch("t", 32768, 4, Keep::Shared)).unwrap();
         assert_eq!(g.cluster, 2);
         assert!(with_cluster(3, || Ok(())).is_err());
         if std::env::var(FORCE_ENV).is_err() {
-            assert_eq!(Geometry::for_launch("t", 32768, 4).unwrap().cluster, 4);
+            assert_eq!(Geometry::for_launch("t", 32768, 4, Keep::Shared).unwrap().cluster, 4);
         }
         // A slice past a block's shared memory is refused, not launched.
-        let e = Geometry::with_cluster("softmax/v07", 262144, 4, 1)
+        let e = Geometry::with_cluster("softmax/v07", 262144, 4, 1, Keep::Shared)
             .unwrap_err()
             .to_string();
         assert!(e.contains("262144") && e.contains("clusters of 1"), "{e}");
-        Geometry::with_cluster("softmax/v07", 262144, 4, 8).unwrap();
+        Geometry::with_cluster("softmax/v07", 262144, 4, 8, Keep::Shared).unwrap();
     }
 }

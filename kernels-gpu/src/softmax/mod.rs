@@ -11,8 +11,9 @@
 //! reads; v03 online (running max and sum), two reads, any length; v04 a warp per row; v05 the
 //! row in one block's registers, one read (rows of up to 16384); v06 a group of lanes per row,
 //! in registers (short rows, up to 512); v07 a cluster of 8 blocks per row, in their shared
-//! memory (long rows, up to 262144; sm_90a only). `softmax::auto` on the host picks v06, v05,
-//! v07 (v03 where v07 is unavailable) by row length.
+//! memory (long rows, up to 262144; sm_90a only); v08 a cluster per row with its slices in
+//! registers, v05's layout (up to 131072; sm_90a only). `softmax::auto` on the host picks v06,
+//! v05, v08, v07 (v03 where clusters are unavailable) by row length.
 //!
 //! Also here, device-side, the softmax math every variant shares. The row-in-registers
 //! layout v05 and v06 launch with (`ROW_ITEMS` slots a thread, `row_threads` for a block,
@@ -28,6 +29,7 @@ pub mod v04_warp_per_row;
 pub mod v05_row_in_registers;
 pub mod v06_rows_per_warp;
 pub mod v07_cluster_row;
+pub mod v08_cluster_registers;
 
 /// The row-in-registers layout v05 and v06 share with norm's v03 (see `crate::row_layout`).
 pub use crate::row_layout::{
@@ -58,6 +60,45 @@ pub(crate) mod device {
     #[inline(always)]
     pub fn safe_inv(s: f32) -> f32 {
         if s > 0.0 { 1.0 / s } else { 0.0 }
+    }
+
+    /// The cluster's (max, 1 / sum) from each block's pair (softmax v07, v08): thread 0
+    /// puts this block's `(mb, sb)` (its max and its sum of e^(x - mb)) at `partial` (two f32
+    /// of the block's shared memory), the blocks meet at a cluster barrier (release /
+    /// acquire: the pairs written before it are visible after it), lanes 0..c-1 of every warp
+    /// read block l's pair through distributed shared memory and the warp merges them with
+    /// shuffles. Returns `(mc, inv)`: `safe_max` of the row's max and `safe_inv` of its sum
+    /// relative to it. Arrives at a second cluster barrier after the reads: the caller must
+    /// `hopper::cluster_wait()` before the block exits, so that no block leaves while a peer
+    /// may still read its pair. Call from every thread of every block of the cluster.
+    #[cfg(target_feature = "sm_90a")]
+    #[inline(always)]
+    pub unsafe fn cluster_merge(mb: f32, sb: f32, partial: *mut f32) -> (f32, f32) {
+        use crate::gpu::async_copy::shared_addr;
+        use crate::gpu::{hopper, thread, warp};
+        // SAFETY: `partial` is two f32 of this block's shared memory, at the same offset in
+        // every block of the cluster (the caller's contract).
+        unsafe {
+            if thread::thread_idx_x() == 0 {
+                partial.write_volatile(mb);
+                partial.add(1).write_volatile(sb);
+            }
+            // Barrier 1: every block's pair written and visible; also every block of the
+            // cluster running before anyone reads a peer.
+            hopper::cluster_sync();
+            let lane = warp::lane_id();
+            let (mut pm, mut ps) = (f32::NEG_INFINITY, 0.0f32);
+            if lane < hopper::cluster_nctarank() {
+                let peer = hopper::map_shared_rank(shared_addr(partial), lane);
+                [pm, ps] = hopper::load_shared_cluster_f32x2(peer);
+            }
+            // Barrier 2, arrive: this thread's reads of the peers are done.
+            hopper::cluster_arrive();
+            let mc = safe_max(warp::max_f32(pm));
+            // An empty or all -inf slice has ps = 0 (and pm = -inf): it adds nothing.
+            let term = if ps > 0.0 { ps * exp_sub(pm, mc) } else { 0.0 };
+            (mc, safe_inv(warp::sum_f32(term)))
+        }
     }
 
     /// One online-softmax step: fold x into the running (max m, sum s of e^(x - m)).

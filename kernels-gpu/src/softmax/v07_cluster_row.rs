@@ -7,11 +7,11 @@
 //! `%cluster_nctarank`): block `rank` owns the slice `slice(rank, cols, .., c)` and copies it into
 //! its shared memory once, with 16-byte `cp.async`s (all in flight together, in `GROUPS`
 //! commit groups), folding the elements into a running (max m, sum of e^(x - m)) per thread
-//! as each group lands. The block reduces its threads' pairs, thread 0 puts the block's pair
-//! in shared memory, and the c blocks swap them through distributed shared memory: after a
-//! cluster barrier (`barrier.cluster.arrive.release` / `wait.acquire`: the pairs written
-//! before it are visible after it), lanes 0..c-1 of every warp read block l's pair (`mapa` +
-//! `ld.shared::cluster`) and the warp combines them with shuffles. Each block then
+//! as each group lands. The block reduces its threads' pairs, and the c blocks swap theirs
+//! through distributed shared memory (`softmax::device::cluster_merge`, shared with v08):
+//! after a cluster barrier (`barrier.cluster.arrive.release` / `wait.acquire`: the pairs
+//! written before it are visible after it), lanes 0..c-1 of every warp read block l's pair
+//! (`mapa` + `ld.shared::cluster`) and the warp combines them with shuffles. Each block then
 //! normalizes its slice from shared memory into y. A second cluster barrier, arrived at right
 //! after the reads and waited on at the very end, keeps every block alive until the others
 //! have read its pair. Rows of up to `MAX_COLS` = 262144 elements in f32 and bf16
@@ -46,8 +46,8 @@ mod dev {
     use crate::gpu::async_copy::{self, shared_addr};
     use crate::gpu::bf16::{Storage, aligned16};
     use crate::gpu::vector::F32x4;
-    use crate::gpu::{block, hopper, math, shared, thread, warp};
-    use crate::softmax::device::{exp_sub, safe_inv, safe_max};
+    use crate::gpu::{block, hopper, math, shared, thread};
+    use crate::softmax::device::{cluster_merge, exp_sub};
 
     const _: () = assert!(GROUPS == 4, "the waits below are written for 4 groups");
 
@@ -127,26 +127,7 @@ mod dev {
             let mb = block::max_f32(m, scratch);
             let mine = if s > 0.0 { s * exp_sub(m, mb) } else { 0.0 };
             let sb = block::sum_f32(mine, scratch);
-            if t == 0 {
-                partial.write_volatile(mb);
-                partial.add(1).write_volatile(sb);
-            }
-            // Barrier 1: every block's pair written (release) and visible (acquire); also
-            // every block of the cluster running before anyone reads a peer.
-            hopper::cluster_sync();
-            let lane = warp::lane_id();
-            let (mut pm, mut ps) = (f32::NEG_INFINITY, 0.0f32);
-            if lane < cluster {
-                let peer = hopper::map_shared_rank(shared_addr(partial), lane);
-                [pm, ps] = hopper::load_shared_cluster_f32x2(peer);
-            }
-            // Barrier 2, arrive: this thread's reads of the peers are done (their values are
-            // in registers); the wait is at the end, before the block may exit.
-            hopper::cluster_arrive();
-            let mc = safe_max(warp::max_f32(pm));
-            // An empty or all -inf slice has ps = 0 (and pm = -inf): it adds nothing.
-            let term = if ps > 0.0 { ps * exp_sub(pm, mc) } else { 0.0 };
-            let inv = safe_inv(warp::sum_f32(term));
+            let (mc, inv) = cluster_merge(mb, sb, partial);
 
             let mut i = 0;
             while i * b + t < units {

@@ -12,7 +12,7 @@ use rooflab_kernels::norm::{
 use crate::bench::KernelUse;
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Kernel, KernelId, LaunchConfig};
-use crate::ops::cluster_row::Geometry;
+use crate::ops::cluster_row::{Geometry, Keep};
 use crate::tensor::{Buf, Dtype, Elem, RowStats, check_dims, expect_buf, variant_name};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -241,7 +241,7 @@ impl Variant {
             Variant::V04PackedRow => (row_threads(cols), v04_packed_row::SHARED_BYTES),
             Variant::V05RowsPerWarp => (v05_rows_per_warp::BLOCK_THREADS, 0),
             Variant::V06ClusterRow => {
-                let g = Geometry::chosen(cols, dt.size() as u32);
+                let g = Geometry::chosen(cols, dt.size() as u32, Keep::Shared);
                 (g.threads, g.shared_bytes)
             }
         }
@@ -417,7 +417,7 @@ fn launch<T: NormElem>(
             }
             Variant::V06ClusterRow => {
                 gpu.available(e.v06)?;
-                let g = Geometry::for_launch(op, c, T::DTYPE.size() as u32)?;
+                let g = Geometry::for_launch(op, c, T::DTYPE.size() as u32, Keep::Shared)?;
                 let cfg = LaunchConfig::for_threads(
                     op,
                     rows as u64 * g.cluster as u64 * g.threads as u64,
@@ -545,7 +545,7 @@ mod unit_tests {
         for cols in lengths.into_iter().chain([MAX_COLS - 1, MAX_COLS]) {
             for dt in Dtype::ALL {
                 let e = dt.size() as u32;
-                let g = Geometry::chosen(cols, e);
+                let g = Geometry::chosen(cols, e, Keep::Shared);
                 let (bs, shared) = Variant::V06ClusterRow.block_shape(dt, cols);
                 assert_eq!((bs, shared), (g.threads, g.shared_bytes));
                 assert!(bs.is_multiple_of(32) && (32..=MAX_THREADS).contains(&bs), "{cols}");
@@ -556,10 +556,10 @@ mod unit_tests {
         }
         // The bench's long rows: 32768 f32 → 4 blocks of 512 threads of 4 vectors, 32 KiB of
         // slice; 262144 f32 → 8 blocks of 1024 threads, 128 KiB; the max in f32 → 192 KiB.
-        assert_eq!(Geometry::chosen(32768, 4).threads, 512);
-        assert_eq!(Geometry::chosen(32768, 4).shared_bytes, 144 + 8192 * 4);
-        assert_eq!(Geometry::chosen(262144, 4).threads, 1024);
-        assert_eq!(Geometry::chosen(MAX_COLS, 4).shared_bytes, 144 + 192 * 1024);
+        assert_eq!(Geometry::chosen(32768, 4, Keep::Shared).threads, 512);
+        assert_eq!(Geometry::chosen(32768, 4, Keep::Shared).shared_bytes, 144 + 8192 * 4);
+        assert_eq!(Geometry::chosen(262144, 4, Keep::Shared).threads, 1024);
+        assert_eq!(Geometry::chosen(MAX_COLS, 4, Keep::Shared).shared_bytes, 144 + 192 * 1024);
         let v = Variant::V06ClusterRow;
         v.check_cols(Kind::LayerNorm, Dtype::Bf16, MAX_COLS as usize).unwrap();
         let e = v

@@ -11,7 +11,7 @@ use super::reference::{norm_ref, row_stats};
 use crate::check::{compare_f32, random_f32, rng};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
-use crate::ops::cluster_row::check_every_size;
+use crate::ops::cluster_row::{Keep, check_every_size};
 use crate::tensor::{Buf, Dtype, RowStats};
 use crate::testing::{GpuTest, expect_error};
 
@@ -243,7 +243,7 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
             let v = Variant::V06ClusterRow;
             let name = format!("{}_every_cluster_size_matches_cpu", v.name(k, dt));
             let test = GpuTest::new(name, move |gpu| {
-                check_every_size(dt.size() as u32, |rows, cols, i| {
+                check_every_size(dt.size() as u32, Keep::Shared, usize::MAX, |rows, cols, i| {
                     for large_mean in [false, true] {
                         check(gpu, v, k, dt, rows, cols, large_mean, seed + i)?;
                     }

@@ -1,6 +1,6 @@
-//! softmax: the bench cases: the ladder up to v05 at 16384 x 4096 (v06 and v07 are for
-//! shorter and longer rows); short rows (262144 x 128) for v03-v06; long rows (2048 x 32768) for
-//! v02, v03 and v07; `auto` at each shape; and `auto`'s row-length sweep at a fixed total
+//! softmax: the bench cases: the ladder up to v05 at 16384 x 4096 (v06 is for shorter rows,
+//! v07 and v08 for longer); short rows (262144 x 128) for v03-v06; long rows (2048 x 32768)
+//! for v02, v03, v07 and v08; `auto` at each shape; and `auto`'s row-length sweep at a fixed total
 //! (ladders `sweep_cols_f32` / `sweep_cols_bf16`: rows x cols = 2^26 for cols = 128 .. 262144,
 //! drawn as a line over cols by the report).
 
@@ -13,7 +13,8 @@ use crate::tensor::{Buf, Dtype, RowStats};
 
 /// Elements of every point of the row-length sweep (rows = SWEEP_TOTAL / cols).
 pub const SWEEP_TOTAL: usize = 1 << 26;
-/// The sweep's row lengths: short rows (v06), one block's registers (v05), clusters (v07).
+/// The sweep's row lengths: short rows (v06), one block's registers (v05), clusters (v08 up
+/// to 131072, v07 past it).
 pub const SWEEP_COLS: [usize; 7] = [128, 512, 2048, 8192, 32768, 131072, 262144];
 
 struct SoftmaxWork {
@@ -86,8 +87,8 @@ pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
         None => (rows, cols),
     };
     // (ladder, shape, variants): the ladder up to v05 at 16384 x 4096 (v06 holds rows of up
-    // to 512, v07 is for rows past v05's 16384), short rows for v04 and v06 against v03 and
-    // v05, long rows for v03 and v07 (v05 cannot hold them).
+    // to 512, v07 and v08 are for rows past v05's 16384), short rows for v04 and v06 against
+    // v03 and v05, long rows for v03, v07 and v08 (v05 cannot hold them).
     type Plan = Vec<(&'static str, (usize, usize), Vec<Option<Variant>>)>;
     let mut plan: Plan = vec![
         (
@@ -95,7 +96,10 @@ pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
             scale(16384, 4096),
             LADDER
                 .iter()
-                .filter(|&&v| v != Variant::V06RowsPerWarp && v != Variant::V07ClusterRow)
+                .filter(|&&v| {
+                    ![Variant::V06RowsPerWarp, Variant::V07ClusterRow, Variant::V08ClusterRegisters]
+                        .contains(&v)
+                })
                 .map(|&v| Some(v))
                 .chain([None])
                 .collect(),
@@ -118,6 +122,7 @@ pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
                 Some(Variant::V02BlockPerRow),
                 Some(Variant::V03Online),
                 Some(Variant::V07ClusterRow),
+                Some(Variant::V08ClusterRegisters),
                 None,
             ],
         ),
@@ -227,6 +232,13 @@ mod unit_tests {
         // 4 blocks a row of 8192 (32 KiB), 512 threads of 4 vectors.
         assert_eq!(v07.kernels[0].block_threads, 512);
         assert_eq!(v07.kernels[0].shared_bytes, 144 + 8192 * 4);
+        // v08: 4 blocks a row of 8192 elements in registers, 512 threads, the header only.
+        let v08 = c
+            .iter()
+            .find(|c| c.variant == "v08_cluster_registers_bf16")
+            .unwrap();
+        assert!(v08.shape.ends_with("x32768"), "{}", v08.shape);
+        assert_eq!((v08.kernels[0].block_threads, v08.kernels[0].shared_bytes), (512, 144));
     }
 
     /// The row-length sweep: `auto` at every length, rows x cols the same total, honouring
@@ -260,7 +272,7 @@ mod unit_tests {
             .collect();
         assert_eq!(
             notes,
-            ["auto→v06", "auto→v06", "auto→v05", "auto→v05", "auto→v07", "auto→v07", "auto→v07"]
+            ["auto→v06", "auto→v06", "auto→v05", "auto→v05", "auto→v08", "auto→v08", "auto→v07"]
         );
     }
 }

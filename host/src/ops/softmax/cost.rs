@@ -15,7 +15,7 @@ pub fn cost(dt: Dtype, rows: u64, cols: u64) -> Cost {
 impl Variant {
     /// Modelled DRAM traffic: v01 reads x three times (plus its 2 x rows statistics written
     /// and read); v02-v04 are modelled at the minimum (their re-reads of a row hit cache for
-    /// the rows benched); v05, v06 and v07 read each row once by construction (registers, or
+    /// the rows benched); v05 to v08 read each row once by construction (registers, or
     /// v07's cluster shared memory) and write it once: the minimum.
     pub fn modelled(self, dt: Dtype, rows: u64, cols: u64) -> Cost {
         let base = cost(dt, rows, cols);
@@ -24,7 +24,10 @@ impl Variant {
                 dt.bytes(v01_three_kernels::PASSES * rows * cols) + Bytes(4 * 4 * rows),
             ),
             Variant::V02BlockPerRow | Variant::V03Online | Variant::V04WarpPerRow => base,
-            Variant::V05RowInRegisters | Variant::V06RowsPerWarp | Variant::V07ClusterRow => {
+            Variant::V05RowInRegisters
+            | Variant::V06RowsPerWarp
+            | Variant::V07ClusterRow
+            | Variant::V08ClusterRegisters => {
                 base.with_modelled(dt.bytes(2 * rows * cols))
             }
         }
@@ -46,6 +49,7 @@ mod unit_tests {
             (Variant::V06RowsPerWarp, 262144, 128),
             (Variant::V07ClusterRow, 2048, 32768),
             (Variant::V07ClusterRow, 256, 262144),
+            (Variant::V08ClusterRegisters, 2048, 32768),
         ] {
             for dt in Dtype::ALL {
                 let c = v.modelled(dt, rows, cols);

@@ -4,14 +4,14 @@
 use rooflab_kernels::softmax::{
     ROW_ITEMS, ROW_MAX_COLS, WARP_ROW_MAX_COLS, row_threads, v01_three_kernels, v02_block_per_row,
     v03_online, v04_warp_per_row, v05_row_in_registers, v06_rows_per_warp, v07_cluster_row,
-    warp_row_lanes,
+    v08_cluster_registers, warp_row_lanes,
 };
 
 
 use crate::bench::KernelUse;
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Kernel, KernelId, LaunchConfig};
-use crate::ops::cluster_row::Geometry;
+use crate::ops::cluster_row::{Geometry, Keep};
 use crate::tensor::{Buf, Dtype, Elem, RowStats, check_dims, expect_buf, variant_name};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,9 +23,10 @@ pub enum Variant {
     V05RowInRegisters,
     V06RowsPerWarp,
     V07ClusterRow,
+    V08ClusterRegisters,
 }
 
-pub const LADDER: [Variant; 7] = [
+pub const LADDER: [Variant; 8] = [
     Variant::V01ThreeKernels,
     Variant::V02BlockPerRow,
     Variant::V03Online,
@@ -33,6 +34,7 @@ pub const LADDER: [Variant; 7] = [
     Variant::V05RowInRegisters,
     Variant::V06RowsPerWarp,
     Variant::V07ClusterRow,
+    Variant::V08ClusterRegisters,
 ];
 
 /// A one-kernel row entry: `(x, y, cols)`.
@@ -53,6 +55,8 @@ pub struct Entries<T: 'static> {
     pub v06: Kernel<(*const T, *mut T, u32, u32)>,
     /// sm_90a only.
     pub v07: RowKernel<T>,
+    /// sm_90a only.
+    pub v08: RowKernel<T>,
 }
 
 impl<T> Entries<T> {
@@ -70,6 +74,7 @@ impl<T> Entries<T> {
             Variant::V05RowInRegisters => vec![self.v05.id()],
             Variant::V06RowsPerWarp => vec![self.v06.id()],
             Variant::V07ClusterRow => vec![self.v07.id()],
+            Variant::V08ClusterRegisters => vec![self.v08.id()],
         }
     }
 }
@@ -90,6 +95,7 @@ impl SoftmaxElem for f32 {
         v05: v05_row_in_registers::softmax_v05_row_in_registers_f32,
         v06: v06_rows_per_warp::softmax_v06_rows_per_warp_f32,
         v07: v07_cluster_row::softmax_v07_cluster_row_f32,
+        v08: v08_cluster_registers::softmax_v08_cluster_registers_f32,
     };
 }
 
@@ -104,6 +110,7 @@ impl SoftmaxElem for u16 {
         v05: v05_row_in_registers::softmax_v05_row_in_registers_bf16,
         v06: v06_rows_per_warp::softmax_v06_rows_per_warp_bf16,
         v07: v07_cluster_row::softmax_v07_cluster_row_bf16,
+        v08: v08_cluster_registers::softmax_v08_cluster_registers_bf16,
     };
 }
 
@@ -134,7 +141,8 @@ impl Variant {
 
     /// (threads a block, dynamic shared bytes) of every kernel of the variant for rows of
     /// `cols` in `dt`: v04 and v06 run `BLOCK_THREADS` a block, v05's block follows the row,
-    /// v07's follows its slice of the row, which it keeps in shared memory.
+    /// v07's follows its slice of the row, which it keeps in shared memory, v08's its slice
+    /// in registers.
     pub fn block_shape(self, dt: Dtype, cols: u32) -> (u32, u32) {
         match self {
             Variant::V01ThreeKernels => (
@@ -149,8 +157,8 @@ impl Variant {
             Variant::V04WarpPerRow => (v04_warp_per_row::BLOCK_THREADS, 0),
             Variant::V05RowInRegisters => (row_threads(cols), v05_row_in_registers::SHARED_BYTES),
             Variant::V06RowsPerWarp => (v06_rows_per_warp::BLOCK_THREADS, 0),
-            Variant::V07ClusterRow => {
-                let g = Geometry::chosen(cols, dt.size() as u32);
+            Variant::V07ClusterRow | Variant::V08ClusterRegisters => {
+                let g = Geometry::chosen(cols, dt.size() as u32, self.keep());
                 (g.threads, g.shared_bytes)
             }
         }
@@ -165,13 +173,23 @@ impl Variant {
             .collect()
     }
 
-    /// The longest row the variant holds on chip (v05 and v06 in registers, v07 in a
+    /// Where a cluster step keeps its slices (v08 in registers, v07 in shared memory).
+    fn keep(self) -> Keep {
+        if self == Variant::V08ClusterRegisters {
+            Keep::Registers
+        } else {
+            Keep::Shared
+        }
+    }
+
+    /// The longest row the variant holds on chip (v05, v06 and v08 in registers, v07 in a
     /// cluster's shared memory); `None`: any length.
     pub fn max_cols(self) -> Option<u32> {
         match self {
             Variant::V05RowInRegisters => Some(ROW_MAX_COLS),
             Variant::V06RowsPerWarp => Some(WARP_ROW_MAX_COLS),
             Variant::V07ClusterRow => Some(v07_cluster_row::MAX_COLS),
+            Variant::V08ClusterRegisters => Some(v08_cluster_registers::MAX_COLS),
             _ => None,
         }
     }
@@ -200,6 +218,14 @@ impl Variant {
                 max / v07_cluster_row::MAX_CLUSTER,
                 Variant::V03Online.stem()
             ),
+            Variant::V08ClusterRegisters => format!(
+                "do not fit in a cluster's registers ({} holds at most {max}: {} blocks × \
+                 {ROW_MAX_COLS}); use softmax::auto or {} (shared memory, up to {})",
+                self.stem(),
+                v08_cluster_registers::MAX_CLUSTER,
+                Variant::V07ClusterRow.stem(),
+                v07_cluster_row::MAX_COLS
+            ),
             _ => format!(
                 "do not fit on chip (this variant holds at most {max}); use softmax::auto or {}",
                 Variant::V03Online.stem()
@@ -213,14 +239,17 @@ impl Variant {
 }
 
 /// What `auto` runs for rows of `cols`: a group of lanes per row up to `WARP_ROW_MAX_COLS`
-/// (512), the row in one block's registers up to `ROW_MAX_COLS` (16384), a cluster per row
-/// up to v07's `MAX_COLS` (262144) where the GPU has clusters (`clusters`: sm_90a, see
-/// [`clusters_available`]), the online two-read kernel otherwise.
+/// (512), the row in one block's registers up to `ROW_MAX_COLS` (16384), where the GPU has
+/// clusters (`clusters`: sm_90a, see [`clusters_available`]) a cluster per row in registers up
+/// to v08's `MAX_COLS` (131072) and in shared memory up to v07's (262144), the online
+/// two-read kernel otherwise.
 pub fn auto_choice(cols: usize, clusters: bool) -> Variant {
     if cols <= WARP_ROW_MAX_COLS as usize {
         Variant::V06RowsPerWarp
     } else if cols <= ROW_MAX_COLS as usize {
         Variant::V05RowInRegisters
+    } else if clusters && cols <= v08_cluster_registers::MAX_COLS as usize {
+        Variant::V08ClusterRegisters
     } else if clusters && cols <= v07_cluster_row::MAX_COLS as usize {
         Variant::V07ClusterRow
     } else {
@@ -228,7 +257,7 @@ pub fn auto_choice(cols: usize, clusters: bool) -> Variant {
     }
 }
 
-/// Whether `gpu` runs v07 (built only into the sm_90a PTX): `auto`'s question before it picks
+/// Whether `gpu` runs v07 and v08 (built only into the sm_90a PTX): `auto`'s question before it picks
 /// the cluster step ([`Gpu::runs`], kept per GPU). A kernel missing from every PTX is an
 /// error, not a "no".
 pub fn clusters_available(gpu: &Gpu) -> Result<bool> {
@@ -236,8 +265,9 @@ pub fn clusters_available(gpu: &Gpu) -> Result<bool> {
 }
 
 /// Softmax of each row of `x` (rows x cols) into `y` with variant `v`. v01 needs `stats`.
-/// Empty tensors: nothing launched. v05, v06 and v07 refuse rows longer than they hold
-/// ([`Variant::max_cols`]); v07 is unavailable on GPUs other than compute capability 9.0.
+/// Empty tensors: nothing launched. v05 to v08 refuse rows longer than they hold
+/// ([`Variant::max_cols`]); v07 and v08 are unavailable on GPUs other than compute capability
+/// 9.0.
 pub fn softmax(
     gpu: &Gpu,
     v: Variant,
@@ -281,8 +311,8 @@ fn launch<T: SoftmaxElem>(
     // SAFETY (every launch below): x and y hold rows x cols elements of T (checked by the
     // caller, as is cols against the variant's limit), the statistics `rows` f32; grids are
     // one block per row (v04: one warp per row, v06: warp_row_lanes(cols) lanes per row, the
-    // kernels skip rows past the last; v07: a cluster of blocks per row, with the cluster
-    // size, block size and shared memory its geometry functions give for cols).
+    // kernels skip rows past the last; v07 and v08: a cluster of blocks per row, with the
+    // cluster size, block size and shared memory their geometry functions give for cols).
     unsafe {
         match v {
             Variant::V01ThreeKernels => {
@@ -311,9 +341,10 @@ fn launch<T: SoftmaxElem>(
                 let cfg = LaunchConfig::for_threads(op, rows as u64 * lanes, b)?;
                 gpu.launch(k.v06, cfg, (xv, yv, rows as u32, c))
             }
-            Variant::V07ClusterRow => {
-                gpu.available(k.v07)?;
-                let g = Geometry::for_launch(op, c, T::DTYPE.size() as u32)?;
+            Variant::V07ClusterRow | Variant::V08ClusterRegisters => {
+                let kernel = if v == Variant::V07ClusterRow { k.v07 } else { k.v08 };
+                gpu.available(kernel)?;
+                let g = Geometry::for_launch(op, c, T::DTYPE.size() as u32, v.keep())?;
                 let cfg = LaunchConfig::for_threads(
                     op,
                     rows as u64 * g.cluster as u64 * g.threads as u64,
@@ -323,7 +354,7 @@ fn launch<T: SoftmaxElem>(
                     shared_bytes: g.shared_bytes,
                     ..cfg
                 };
-                gpu.launch_cluster(k.v07, cfg, g.cluster, (xv, yv, c))
+                gpu.launch_cluster(kernel, cfg, g.cluster, (xv, yv, c))
             }
         }
     }
@@ -354,13 +385,19 @@ mod unit_tests {
             assert_eq!(auto_choice(16384, clusters), Variant::V05RowInRegisters);
             assert_eq!(auto_choice(262145, clusters), Variant::V03Online);
         }
-        // Long rows: the cluster step on sm_90a, the online two-read step elsewhere.
-        for cols in [16385, 32768, 262144] {
-            assert_eq!(auto_choice(cols, true), Variant::V07ClusterRow);
+        // Long rows: the cluster steps on sm_90a (registers up to 131072, shared memory
+        // past it), the online two-read step elsewhere.
+        for cols in [16385, 32768, 131072, 131073, 262144] {
+            let want = if cols <= 131072 {
+                Variant::V08ClusterRegisters
+            } else {
+                Variant::V07ClusterRow
+            };
+            assert_eq!(auto_choice(cols, true), want, "{cols}");
             assert_eq!(auto_choice(cols, false), Variant::V03Online);
         }
         // Whatever auto picks takes the row.
-        for cols in [1, 512, 513, 16384, 16385, 262144, 262145, 1 << 20] {
+        for cols in [1, 512, 513, 16384, 16385, 131072, 131073, 262144, 262145, 1 << 20] {
             for clusters in [true, false] {
                 auto_choice(cols, clusters).check_cols(Dtype::F32, cols).unwrap();
             }
@@ -439,7 +476,7 @@ mod unit_tests {
         for cols in lengths.into_iter().chain([MAX_COLS - 1, MAX_COLS]) {
             for dt in Dtype::ALL {
                 let e = dt.size() as u32;
-                let g = Geometry::chosen(cols, e);
+                let g = Geometry::chosen(cols, e, Keep::Shared);
                 let (bs, shared) = Variant::V07ClusterRow.block_shape(dt, cols);
                 assert_eq!((bs, shared), (g.threads, g.shared_bytes));
                 assert!(bs.is_multiple_of(32) && (32..=MAX_THREADS).contains(&bs), "{cols}");
@@ -450,8 +487,8 @@ mod unit_tests {
         }
         // The bench's shapes: 32768 f32 → 4 blocks of 512 threads of 4 vectors (32 KiB of
         // slice); the max in f32 → 8 blocks of 1024 threads, 128 KiB.
-        assert_eq!(Geometry::chosen(32768, 4).threads, 512);
-        assert_eq!(Geometry::chosen(MAX_COLS, 4).threads, 1024);
+        assert_eq!(Geometry::chosen(32768, 4, Keep::Shared).threads, 512);
+        assert_eq!(Geometry::chosen(MAX_COLS, 4, Keep::Shared).threads, 1024);
         let v = Variant::V07ClusterRow;
         v.check_cols(Dtype::Bf16, MAX_COLS as usize).unwrap();
         let e = v.check_cols(Dtype::F32, MAX_COLS as usize + 1).unwrap_err().to_string();
@@ -465,13 +502,50 @@ mod unit_tests {
         );
     }
 
+    /// v08: each block's slice is v05's row layout over `reg_block_threads` threads (16
+    /// slots each cover it), the block shape is the register geometry, and rows past its max
+    /// are refused, naming v07.
+    #[test]
+    fn cluster_registers_geometry_holds_each_slice() {
+        use v08_cluster_registers::{MAX_COLS, SHARED_BYTES, reg_cluster_size, slice};
+        const { assert!(MAX_COLS == 131072) };
+        let lengths = [1u32, 2, 31, 4097, 8192, 8193, 16385, 32768, 65537];
+        for cols in lengths.into_iter().chain([MAX_COLS - 1, MAX_COLS]) {
+            for dt in Dtype::ALL {
+                let e = dt.size() as u32;
+                let (bs, shared) = Variant::V08ClusterRegisters.block_shape(dt, cols);
+                assert_eq!(shared, SHARED_BYTES);
+                assert!(bs.is_multiple_of(32) && (32..=1024).contains(&bs), "{cols}");
+                let c = reg_cluster_size(cols, e);
+                for rank in 0..c {
+                    let (_, len) = slice(rank, cols, e, c);
+                    assert!(len <= bs * ROW_ITEMS, "cols={cols} rank={rank}");
+                    if len > 0 && len.is_multiple_of(16 / e) {
+                        covers_each_element_once(len, bs);
+                    }
+                }
+            }
+        }
+        let v = Variant::V08ClusterRegisters;
+        v.check_cols(Dtype::F32, MAX_COLS as usize).unwrap();
+        let e = v.check_cols(Dtype::Bf16, MAX_COLS as usize + 1).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("rows of {}", MAX_COLS + 1))
+                && e.contains(&MAX_COLS.to_string())
+                && e.contains("auto")
+                && e.contains(Variant::V07ClusterRow.stem()),
+            "{e}"
+        );
+    }
+
     #[test]
     fn names_follow_the_stem() {
         for dt in Dtype::ALL {
             for v in LADDER {
                 assert_eq!(v.row_variant(dt), format!("{}_{}", v.stem(), dt.name()));
                 // In the sm_80 PTX, or (the cluster step) first in the sm_90a one.
-                let want = if v == Variant::V07ClusterRow {
+                let cluster = [Variant::V07ClusterRow, Variant::V08ClusterRegisters];
+                let want = if cluster.contains(&v) {
                     "sm_90a"
                 } else {
                     "sm_80"

@@ -2,14 +2,14 @@
 //! CPU reference at awkward shapes and inputs, and bad input), and the check the bench
 //! reuses.
 
-use rooflab_kernels::softmax::{WARP_ROW_MAX_COLS, v07_cluster_row};
+use rooflab_kernels::softmax::{WARP_ROW_MAX_COLS, v07_cluster_row, v08_cluster_registers};
 
 use super::launch::{LADDER, Variant, auto, auto_choice, clusters_available, softmax};
 use super::reference::softmax_ref;
 use crate::check::{compare_f32, random_f32, rng};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
-use crate::ops::cluster_row::check_every_size;
+use crate::ops::cluster_row::{Keep, check_every_size};
 use crate::tensor::{Buf, Dtype, RowStats};
 use crate::testing::{GpuTest, expect_error};
 
@@ -131,22 +131,24 @@ pub const WARP_ROW_SHAPES: [(usize, usize); 4] = [
     (17, WARP_ROW_MAX_COLS as usize),
 ];
 
-/// v07's own lengths (beside `TEST_SHAPES`): just past v05's limit and odd (scalar layout,
-/// a short last slice), 32768 (the bench's), an odd 65537, and its longest row (the same in
-/// f32 and bf16), few rows each.
-pub const CLUSTER_SHAPES: [(usize, usize); 4] = [
+/// The cluster steps' own lengths (beside `TEST_SHAPES`): just past v05's limit and odd
+/// (scalar layout, a short last slice), 32768 (the bench's), an odd 65537, v08's longest row
+/// and one past it, and v07's longest row (the same in f32 and bf16), few rows each.
+pub const CLUSTER_SHAPES: [(usize, usize); 6] = [
     (17, 16385),
     (3, 32768),
     (1, 65537),
+    (2, v08_cluster_registers::MAX_COLS as usize),
+    (1, v08_cluster_registers::MAX_COLS as usize + 1),
     (3, v07_cluster_row::MAX_COLS as usize),
 ];
 
-/// The shapes `v` is checked at: `TEST_SHAPES` up to its longest row, plus its own (v07,
-/// which takes every length up to its max: `auto`'s, the short ones included).
+/// The shapes `v` is checked at: `TEST_SHAPES` up to its longest row, plus its own (v07 and
+/// v08, which take every length up to their max: `auto`'s, the short ones included).
 pub fn shapes_of(v: Variant) -> Vec<(usize, usize)> {
     let all = match v {
         Variant::V06RowsPerWarp => [&TEST_SHAPES[..], &WARP_ROW_SHAPES].concat(),
-        Variant::V07ClusterRow => auto_shapes(),
+        Variant::V07ClusterRow | Variant::V08ClusterRegisters => auto_shapes(),
         _ => TEST_SHAPES.to_vec(),
     };
     let max = v.max_cols().map_or(usize::MAX, |m| m as usize);
@@ -163,7 +165,8 @@ pub fn auto_shapes() -> Vec<(usize, usize)> {
 }
 
 /// The family's GPU tests: every variant and `auto` against the CPU reference, and bad
-/// input. v07's tests require its (sm_90a) kernels: elsewhere they are reported skipped.
+/// input. v07's and v08's tests require their (sm_90a) kernels: elsewhere they are reported
+/// skipped.
 pub fn tests(seed: u64) -> Vec<GpuTest> {
     let mut t = Vec::new();
     for dt in Dtype::ALL {
@@ -203,12 +206,17 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
             },
         ));
     }
-    // v07 at every cluster size, not only the one chosen for each length.
-    for dt in Dtype::ALL {
-        let v = Variant::V07ClusterRow;
+    // v07 and v08 at every cluster size, not only the one chosen for each length.
+    for (dt, v, keep) in Dtype::ALL.into_iter().flat_map(|dt| {
+        [
+            (dt, Variant::V07ClusterRow, Keep::Shared),
+            (dt, Variant::V08ClusterRegisters, Keep::Registers),
+        ]
+    }) {
         let name = format!("{}_every_cluster_size_matches_cpu", v.name(dt));
+        let max = v.max_cols().map_or(usize::MAX, |m| m as usize);
         let test = GpuTest::new(name, move |gpu| {
-            check_every_size(dt.size() as u32, |rows, cols, i| {
+            check_every_size(dt.size() as u32, keep, max, |rows, cols, i| {
                 for p in [Pattern::Normal, Pattern::NegInf] {
                     check(gpu, Some(v), dt, rows, cols, p, seed + i)?;
                 }
@@ -221,7 +229,8 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
         let clusters = clusters_available(gpu)?;
         for dt in Dtype::ALL {
             for v in LADDER {
-                if v == Variant::V07ClusterRow && !clusters {
+                let cluster = [Variant::V07ClusterRow, Variant::V08ClusterRegisters];
+                if cluster.contains(&v) && !clusters {
                     continue; // refused as unavailable: the bad-input test checks that
                 }
                 let x = Buf::upload(gpu, dt, &[f32::NEG_INFINITY; 3 * 40])?;
@@ -270,7 +279,10 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
             let v05 = Variant::V05RowInRegisters;
             let v06 = Variant::V06RowsPerWarp;
             let v07 = Variant::V07ClusterRow;
+            let v08 = Variant::V08ClusterRegisters;
+            let v08_max = v08_cluster_registers::MAX_COLS as usize;
             let too_long = [
+                (v08, v08_max + 1, vec!["131073", "131072", "auto", v07.stem()]),
                 (v05, 20000, vec!["20000", "16384", "auto"]),
                 (v06, 513, vec!["513", "512", "auto", v05.stem()]),
                 (v07, 262145, vec!["262145", "262144", "auto", Variant::V03Online.stem()]),
@@ -282,14 +294,16 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
                     expect_error(softmax(gpu, v, 1, cols, &long, &mut yl, None), &needles)?;
                 }
             }
-            // Off Hopper, v07 is unavailable (and `auto` does not pick it).
+            // Off Hopper, v07 and v08 are unavailable (and `auto` does not pick them).
             if !clusters_available(gpu)? {
                 let x = Buf::upload(gpu, Dtype::F32, &[1.0; 32768])?;
                 let mut y = Buf::alloc(gpu, Dtype::F32, 32768)?;
-                expect_error(
-                    softmax(gpu, v07, 1, 32768, &x, &mut y, None),
-                    &["unavailable", "sm_90a"],
-                )?;
+                for v in [v07, v08] {
+                    expect_error(
+                        softmax(gpu, v, 1, 32768, &x, &mut y, None),
+                        &["unavailable", "sm_90a"],
+                    )?;
+                }
             }
             Ok(())
         },
