@@ -104,9 +104,10 @@ crate::kernel! {
         y: *mut f32,
         cols: u32,
     ) {
-        // At most 32 registers a thread (v05's count): 4 blocks of 512 threads an SM, the
-        // bytes in flight of 2048 threads; ptxas's own choice, 43, allows only 2.
-        crate::gpu::launch_bounds::<{ crate::row_layout::ROW_MAX_THREADS }, 2>();
+        // Bounds of 1024 threads, 1 block: forcing v05's 32 registers spills here (the
+        // cluster merge's state on top of the 16 slots); ptxas takes 47-49, which fits 2 blocks of
+        // 512 threads an SM, 1024 threads of 16 slots each in flight.
+        crate::gpu::launch_bounds::<{ crate::row_layout::ROW_MAX_THREADS }, 1>();
         // SAFETY: forwarded from the host wrapper's checks (cols <= MAX_COLS; grid = rows
         // clusters of c blocks of reg_block_threads(cols, 4, c) threads, SHARED_BYTES).
         unsafe { dev::run::<f32>(x, y, cols) }
@@ -121,9 +122,10 @@ crate::kernel! {
         y: *mut u16,
         cols: u32,
     ) {
-        // At most 32 registers a thread (v05's count): 4 blocks of 512 threads an SM, the
-        // bytes in flight of 2048 threads; ptxas's own choice, 43, allows only 2.
-        crate::gpu::launch_bounds::<{ crate::row_layout::ROW_MAX_THREADS }, 2>();
+        // Bounds of 1024 threads, 1 block: forcing v05's 32 registers spills here (the
+        // cluster merge's state on top of the 16 slots); ptxas takes 47-49, which fits 2 blocks of
+        // 512 threads an SM, 1024 threads of 16 slots each in flight.
+        crate::gpu::launch_bounds::<{ crate::row_layout::ROW_MAX_THREADS }, 1>();
         // SAFETY: as above, with 2-byte elements.
         unsafe { dev::run::<u16>(x, y, cols) }
     }
