@@ -11,7 +11,7 @@
 //! [`cluster_size`] from the row length): the kernels read it from `%cluster_nctarank`, so one
 //! entry serves 1, 2, 4 or 8 blocks a row.
 //!
-//! Softmax v08 keeps its slices in registers instead (`reg_cluster_size`,
+//! Softmax v08 and norm v07 keep their slices in registers instead (`reg_cluster_size`,
 //! `reg_block_threads`; shared memory: the header only).
 //!
 //! Shared memory of a block: `HEADER_BYTES` (32 f32 for block reductions, then the block's

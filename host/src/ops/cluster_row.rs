@@ -1,4 +1,4 @@
-//! The host half of the cluster-row layout (softmax v07 and v08, norm v06; device half and
+//! The host half of the cluster-row layout (softmax v07 and v08, norm v06 and v07; device half and
 //! geometry in `rooflab_kernels::cluster_row`): the cluster size a launch uses, and its block
 //! shape.
 
@@ -22,7 +22,7 @@ pub const FORCE_ENV: &str = "ROOFLAB_CLUSTER_ROW";
 pub enum Keep {
     /// In shared memory, copied in by `cp.async` (softmax v07, norm v06).
     Shared,
-    /// In registers, 16 elements a thread (softmax v08).
+    /// In registers, 16 elements a thread (softmax v08, norm v07).
     Registers,
 }
 

@@ -11,8 +11,10 @@
 //! The ladder: v01 statistics then normalize (two kernels); v02 one block per row, three
 //! reads; v03 the row in one block's registers, 16-byte accesses; v04 the same, kept packed
 //! (rows of up to 16384); v05 a group of lanes per row (short rows, up to 512); v06 a cluster
-//! of 8 blocks per row, in their shared memory (long rows, up to 393216; sm_90a only).
-//! `norm::auto` on the host picks v05, v04, v06 (v02 where v06 is unavailable) by row length.
+//! of blocks per row, in their shared memory (long rows, up to 393216; sm_90a only); v07 a
+//! cluster of blocks per row, in their registers (rows of up to 131072; sm_90a only).
+//! `norm::auto` on the host picks v05, v04, v07, v06 (v02 where clusters are unavailable) by
+//! row length.
 
 pub mod v01_two_pass;
 pub mod v02_fused_block;
@@ -20,10 +22,68 @@ pub mod v03_fused_vectorized;
 pub mod v04_packed_row;
 pub mod v05_rows_per_warp;
 pub mod v06_cluster_row;
+pub mod v07_cluster_registers;
 
 /// `1 / sqrt(v)` (`rsqrt.approx.f32`, relative error ~2^-23 over the normal range).
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 pub(crate) fn rsqrt(v: f32) -> f32 {
     crate::gpu::math::rsqrt(v)
+}
+
+/// What the cluster steps (v06, v07) share on the device.
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
+pub(crate) mod device {
+    use crate::cluster_row::slice;
+    use crate::gpu::async_copy::shared_addr;
+    use crate::gpu::{hopper, thread, warp};
+
+    /// Merge the cluster's blocks' (mean, M2) into the row's (mean, M2) by Chan's parallel
+    /// formula: mean = Σ n_l·mean_l / n, M2 = Σ (M2_l + n_l·(mean_l − mean)²) (RMSNorm: mean
+    /// 0, M2 = Σ M2_l). Thread 0 puts the block's pair at `partial`; after a cluster barrier
+    /// (release / acquire: every pair written and visible, every peer running) lanes 0..c-1 of
+    /// every warp read block l's pair through distributed shared memory, each with its slice
+    /// length n_l (a function of l, not sent), and the warp merges them. Each block's M2 is
+    /// around its own mean and the correction terms are small differences of close means, so
+    /// nothing large cancels (never E[x²] − E[x]²). Arrives on the second cluster barrier
+    /// after the reads: the caller waits on it (`hopper::cluster_wait`) before it exits.
+    ///
+    /// # Safety
+    /// Every thread of every block of the cluster calls it once; `partial` is 2 f32 of this
+    /// block's shared memory at the same offset in every block; `eb` the element bytes.
+    #[inline(always)]
+    pub unsafe fn chan_merge<const LAYER: bool>(
+        mean_b: f32,
+        m2_b: f32,
+        partial: *mut f32,
+        cols: u32,
+        eb: u32,
+    ) -> (f32, f32) {
+        let cluster = hopper::cluster_nctarank();
+        // SAFETY: the caller's contract; peers' pairs are read after the barrier that makes
+        // them visible, and no block exits before the last barrier's wait.
+        unsafe {
+            if thread::thread_idx_x() == 0 {
+                partial.write_volatile(mean_b);
+                partial.add(1).write_volatile(m2_b);
+            }
+            hopper::cluster_sync();
+            let lane = warp::lane_id();
+            let (mut ml, mut m2l, mut nl) = (0.0f32, 0.0f32, 0.0f32);
+            if lane < cluster {
+                let peer = hopper::map_shared_rank(shared_addr(partial), lane);
+                [ml, m2l] = hopper::load_shared_cluster_f32x2(peer);
+                nl = slice(lane, cols, eb, cluster).1 as f32;
+            }
+            hopper::cluster_arrive();
+            // The lanes past the cluster hold n_l = 0.
+            if LAYER {
+                let mean = warp::sum_f32(nl * ml) / cols as f32;
+                let d = ml - mean;
+                (mean, warp::sum_f32(m2l + nl * d * d))
+            } else {
+                (0.0, warp::sum_f32(m2l))
+            }
+        }
+    }
 }

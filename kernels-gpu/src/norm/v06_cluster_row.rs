@@ -57,7 +57,8 @@ mod dev {
     use crate::gpu::async_copy::{self, shared_addr};
     use crate::gpu::bf16::{Storage, aligned16, load16_nc};
     use crate::gpu::vector::F32x4;
-    use crate::gpu::{block, hopper, shared, thread, warp};
+    use crate::gpu::{block, hopper, shared, thread};
+    use crate::norm::device::chan_merge;
     use crate::norm::rsqrt;
 
     const _: () = assert!(GROUPS == 4, "the waits below are written for 4 groups");
@@ -165,33 +166,10 @@ mod dev {
             } else {
                 (0.0, block::sum_f32(acc, scratch))
             };
-            if t == 0 {
-                partial.write_volatile(mean_b);
-                partial.add(1).write_volatile(m2_b);
-            }
-            // Barrier 1: every block's pair written (release) and visible (acquire); also
-            // every block of the cluster running before anyone reads a peer.
-            hopper::cluster_sync();
-            let lane = warp::lane_id();
-            let (mut ml, mut m2l, mut nl) = (0.0f32, 0.0f32, 0.0f32);
-            if lane < cluster {
-                let peer = hopper::map_shared_rank(shared_addr(partial), lane);
-                [ml, m2l] = hopper::load_shared_cluster_f32x2(peer);
-                nl = slice(lane, cols, eb, cluster).1 as f32;
-            }
-            // Barrier 2, arrive: this thread's reads of the peers are done (their values are
-            // in registers); the wait is at the end, before the block may exit.
-            hopper::cluster_arrive();
-            // Chan's merge over the cluster's lanes (the lanes past them hold n_l = 0).
-            let ncols = cols as f32;
-            let (mean, m2) = if LAYER {
-                let mean = warp::sum_f32(nl * ml) / ncols;
-                let d = ml - mean;
-                (mean, warp::sum_f32(m2l + nl * d * d))
-            } else {
-                (0.0, warp::sum_f32(m2l))
-            };
-            let rs = rsqrt(m2 / ncols + eps);
+            // The cluster's (mean, M2) by Chan's merge (barrier 1, the peers' pairs through
+            // distributed shared memory, barrier 2's arrive).
+            let (mean, m2) = chan_merge::<LAYER>(mean_b, m2_b, partial, cols, eb);
+            let rs = rsqrt(m2 / cols as f32 + eps);
 
             let mut i = 0;
             while i * b + t < units {

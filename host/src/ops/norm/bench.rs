@@ -1,9 +1,9 @@
 //! norm: the bench cases, for both kinds and dtypes: the ladder up to v04 at 16384 x 4096
-//! (v05 and v06 are for shorter and longer rows), short rows (262144 x 128) for v02, v04 and
-//! v05, long rows (1024 x 32768) for v02 and v06; and a row-length sweep at a fixed total
-//! (ladders `sweep_cols_KIND_DTYPE`: rows x cols = 2^26 for cols = 128 .. 262144) of v05
-//! (up to its 512), v04 (up to `ROW_MAX_COLS`), v06 (from 8192 up) and v02 (any length),
-//! drawn as one line per step over cols by the report.
+//! (v05 is for shorter rows, v06 and v07 for longer ones), short rows (262144 x 128) for v02,
+//! v04 and v05, long rows (1024 x 32768) for v02, v06 and v07; and a row-length sweep at a
+//! fixed total (ladders `sweep_cols_KIND_DTYPE`: rows x cols = 2^26 for cols = 128 ..
+//! 262144) of v05 (up to its 512), v04 (up to `ROW_MAX_COLS`), v06 and v07 (from 8192 up to
+//! their max) and v02 (any length), drawn as one line per step over cols by the report.
 
 use super::launch::{Kind, LADDER, NormArgs, Variant, norm};
 use super::tests::{EPS, check};
@@ -66,28 +66,30 @@ fn ladder(k: Kind, dt: Dtype) -> &'static str {
 /// Elements of every point of the row-length sweep (rows = SWEEP_TOTAL / cols).
 pub const SWEEP_TOTAL: usize = 1 << 26;
 /// The sweep's row lengths: short rows (v05's, up to 512), v04's range and its longest
-/// (`ROW_MAX_COLS`), and past it (v06's). Not 4096: the ladder's own shape, 16384 x 4096,
+/// (`ROW_MAX_COLS`), and past it (v07's and v06's). Not 4096: the ladder's own shape, 16384 x 4096,
 /// is that point; not 32768: the long-row shape's length (a name and a shape name one row).
 pub const SWEEP_COLS: [usize; 8] = [128, 256, 512, 1024, 8192, 16384, 65536, 262144];
 /// The steps the sweep draws, each at the lengths [`sweeps`] gives it.
-pub const SWEEP_STEPS: [Variant; 4] = [
+pub const SWEEP_STEPS: [Variant; 5] = [
     Variant::V05RowsPerWarp,
     Variant::V04PackedRow,
+    Variant::V07ClusterRegisters,
     Variant::V06ClusterRow,
     Variant::V02FusedBlock,
 ];
-/// The shortest row the sweep runs v06 at: where v04 starts to fall off (below, 8 blocks
+/// The shortest row the sweep runs the cluster steps at: where v04 starts to fall off (below, 8 blocks
 /// share a row a few vectors long, which is not what the step is for).
 pub const SWEEP_CLUSTER_FROM: usize = 8192;
 
-/// Whether the sweep runs step `v` at rows of `cols`: every length it takes (v06: from
-/// [`SWEEP_CLUSTER_FROM`]).
+/// Whether the sweep runs step `v` at rows of `cols`: every length it takes (v06 and v07:
+/// from [`SWEEP_CLUSTER_FROM`]).
 pub fn sweeps(v: Variant, cols: usize) -> bool {
     let fits = v.max_cols().is_none_or(|m| cols <= m as usize);
-    fits && (v != Variant::V06ClusterRow || cols >= SWEEP_CLUSTER_FROM)
+    let cluster = matches!(v, Variant::V06ClusterRow | Variant::V07ClusterRegisters);
+    fits && (!cluster || cols >= SWEEP_CLUSTER_FROM)
 }
 
-/// Row length of the short-row shape (v05's) and of the long-row shape (v06's).
+/// Row length of the short-row shape (v05's) and of the long-row shape (v06's and v07's).
 pub const SHORT_COLS: usize = 128;
 pub const LONG_COLS: usize = 32768;
 
@@ -116,18 +118,19 @@ pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
         Some(s) => (s as usize / c).max(1),
         None => (rows * cols / 2 / c).max(1),
     };
-    let (short, long) = (Variant::V05RowsPerWarp, Variant::V06ClusterRow);
-    // (ladder?, rows, cols, step): the ladder at its shape (v05 and v06 cannot hold or are
-    // not meant for 4096), the short and long rows, then the sweep's points.
+    let short = Variant::V05RowsPerWarp;
+    let long = [Variant::V06ClusterRow, Variant::V07ClusterRegisters];
+    // (ladder?, rows, cols, step): the ladder at its shape (v05, v06 and v07 cannot hold or
+    // are not meant for 4096), the short and long rows, then the sweep's points.
     let mut plan: Vec<(bool, usize, usize, Variant)> = LADDER
         .iter()
-        .filter(|&&v| v != short && v != long)
+        .filter(|&&v| v != short && !long.contains(&v))
         .map(|&v| (true, rows, cols, v))
         .collect();
     for v in [Variant::V02FusedBlock, Variant::V04PackedRow, short] {
         plan.push((true, rows_at(SHORT_COLS), SHORT_COLS, v));
     }
-    for v in [Variant::V02FusedBlock, long] {
+    for v in [Variant::V02FusedBlock, long[0], long[1]] {
         plan.push((true, rows_at(LONG_COLS), LONG_COLS, v));
     }
     if !quick && size.is_none() {
@@ -204,8 +207,8 @@ mod unit_tests {
             for dt in Dtype::ALL {
                 let sweep: Vec<&Case> = c.iter().filter(|c| c.ladder == sweep_ladder(k, dt)).collect();
                 // v02 at every length (8), v05 up to 512 (3), v04 up to ROW_MAX_COLS (6), v06
-                // from 8192 (4).
-                assert_eq!(sweep.len(), SWEEP_COLS.len() + 3 + 6 + 4);
+                // from 8192 (4), v07 from 8192 to 131072 (3).
+                assert_eq!(sweep.len(), SWEEP_COLS.len() + 3 + 6 + 4 + 3);
                 for case in &sweep {
                     let (r, cols) = case.shape.split_once('x').unwrap();
                     let (r, cols): (usize, usize) = (r.parse().unwrap(), cols.parse().unwrap());
@@ -223,7 +226,11 @@ mod unit_tests {
                     }
                 }
                 // Each new step draws a curve: at least three lengths.
-                for v in [Variant::V05RowsPerWarp, Variant::V06ClusterRow] {
+                for v in [
+                    Variant::V05RowsPerWarp,
+                    Variant::V06ClusterRow,
+                    Variant::V07ClusterRegisters,
+                ] {
                     let n = sweep.iter().filter(|c| c.variant == v.row_variant(k, dt)).count();
                     assert!(n >= 3, "{}: {n} points", v.stem());
                 }
@@ -239,8 +246,8 @@ mod unit_tests {
     #[test]
     fn cases_cover_the_ladder() {
         let c = cases(true, None, 1);
-        // The ladder at 4096 without v05 and v06, 3 steps at short rows, 2 at long rows.
-        assert_eq!(c.len(), 4 * (LADDER.len() - 2 + 3 + 2));
+        // The ladder at 4096 without v05, v06 and v07, 3 steps at short rows, 3 at long rows.
+        assert_eq!(c.len(), 4 * (LADDER.len() - 3 + 3 + 3));
         for k in Kind::ALL {
             for dt in Dtype::ALL {
                 for v in LADDER {
@@ -262,6 +269,13 @@ mod unit_tests {
         // 4 blocks a row of 8192 (32 KiB), 512 threads of 4 vectors.
         assert_eq!(v06.kernels[0].block_threads, 512);
         assert_eq!(v06.kernels[0].shared_bytes, 144 + 8192 * 4);
+        // v07: 4 blocks a row of 8192 in registers, 512 threads of 16 slots, the header only.
+        let v07 = c
+            .iter()
+            .find(|c| c.variant == "v07_cluster_registers_layernorm_bf16")
+            .unwrap();
+        assert!(v07.shape.ends_with("x32768"), "{}", v07.shape);
+        assert_eq!((v07.kernels[0].block_threads, v07.kernels[0].shared_bytes), (512, 144));
         // Full run: the short and long shapes hold half the ladder's elements.
         let c = cases(false, None, 1);
         assert!(c.iter().any(|c| c.shape == "262144x128"));

@@ -5,7 +5,7 @@
 use rooflab_kernels::norm::v03_fused_vectorized::{ROW_MAX_COLS, row_threads};
 use rooflab_kernels::norm::{
     v01_two_pass, v02_fused_block, v03_fused_vectorized, v04_packed_row, v05_rows_per_warp,
-    v06_cluster_row,
+    v06_cluster_row, v07_cluster_registers,
 };
 
 
@@ -45,15 +45,17 @@ pub enum Variant {
     V04PackedRow,
     V05RowsPerWarp,
     V06ClusterRow,
+    V07ClusterRegisters,
 }
 
-pub const LADDER: [Variant; 6] = [
+pub const LADDER: [Variant; 7] = [
     Variant::V01TwoPass,
     Variant::V02FusedBlock,
     Variant::V03FusedVectorized,
     Variant::V04PackedRow,
     Variant::V05RowsPerWarp,
     Variant::V06ClusterRow,
+    Variant::V07ClusterRegisters,
 ];
 
 /// A fused entry: `(x, w, bias, y, cols, eps)`.
@@ -82,6 +84,8 @@ pub struct Entries<T: 'static> {
     pub v05: FusedRows<T>,
     /// sm_90a only.
     pub v06: Fused<T>,
+    /// sm_90a only.
+    pub v07: Fused<T>,
 }
 
 impl<T> Entries<T> {
@@ -94,6 +98,7 @@ impl<T> Entries<T> {
             Variant::V04PackedRow => vec![self.v04.id()],
             Variant::V05RowsPerWarp => vec![self.v05.id()],
             Variant::V06ClusterRow => vec![self.v06.id()],
+            Variant::V07ClusterRegisters => vec![self.v07.id()],
         }
     }
 }
@@ -119,6 +124,7 @@ impl NormElem for f32 {
         v04: v04_packed_row::norm_v04_packed_row_layernorm_f32,
         v05: v05_rows_per_warp::norm_v05_rows_per_warp_layernorm_f32,
         v06: v06_cluster_row::norm_v06_cluster_row_layernorm_f32,
+        v07: v07_cluster_registers::norm_v07_cluster_registers_layernorm_f32,
     };
     const RMSNORM: Entries<f32> = Entries {
         v01_stats: v01_two_pass::norm_v01_two_pass_stats_rmsnorm_f32,
@@ -128,6 +134,7 @@ impl NormElem for f32 {
         v04: v04_packed_row::norm_v04_packed_row_rmsnorm_f32,
         v05: v05_rows_per_warp::norm_v05_rows_per_warp_rmsnorm_f32,
         v06: v06_cluster_row::norm_v06_cluster_row_rmsnorm_f32,
+        v07: v07_cluster_registers::norm_v07_cluster_registers_rmsnorm_f32,
     };
 }
 
@@ -140,6 +147,7 @@ impl NormElem for u16 {
         v04: v04_packed_row::norm_v04_packed_row_layernorm_bf16,
         v05: v05_rows_per_warp::norm_v05_rows_per_warp_layernorm_bf16,
         v06: v06_cluster_row::norm_v06_cluster_row_layernorm_bf16,
+        v07: v07_cluster_registers::norm_v07_cluster_registers_layernorm_bf16,
     };
     const RMSNORM: Entries<u16> = Entries {
         v01_stats: v01_two_pass::norm_v01_two_pass_stats_rmsnorm_bf16,
@@ -149,17 +157,20 @@ impl NormElem for u16 {
         v04: v04_packed_row::norm_v04_packed_row_rmsnorm_bf16,
         v05: v05_rows_per_warp::norm_v05_rows_per_warp_rmsnorm_bf16,
         v06: v06_cluster_row::norm_v06_cluster_row_rmsnorm_bf16,
+        v07: v07_cluster_registers::norm_v07_cluster_registers_rmsnorm_bf16,
     };
 }
 
 impl Variant {
     /// The longest row the variant holds on chip (v03 and v04 in a block's registers, v05 in
-    /// a group of lanes', v06 in a cluster's shared memory); `None`: any length.
+    /// a group of lanes', v06 in a cluster's shared memory, v07 in a cluster's registers);
+    /// `None`: any length.
     pub fn max_cols(self) -> Option<u32> {
         match self {
             Variant::V03FusedVectorized | Variant::V04PackedRow => Some(ROW_MAX_COLS),
             Variant::V05RowsPerWarp => Some(v05_rows_per_warp::MAX_COLS),
             Variant::V06ClusterRow => Some(v06_cluster_row::MAX_COLS),
+            Variant::V07ClusterRegisters => Some(v07_cluster_registers::MAX_COLS),
             Variant::V01TwoPass | Variant::V02FusedBlock => None,
         }
     }
@@ -187,6 +198,16 @@ impl Variant {
                 self.stem(),
                 v06_cluster_row::MAX_CLUSTER,
                 max / v06_cluster_row::MAX_CLUSTER,
+                Variant::V02FusedBlock.stem()
+            ),
+            Variant::V07ClusterRegisters => format!(
+                "do not fit in a cluster's registers ({} holds at most {max}: {} blocks × \
+                 {ROW_MAX_COLS}); use norm::auto, {} (shared memory, up to {}) or {} (any \
+                 length)",
+                self.stem(),
+                v07_cluster_registers::MAX_CLUSTER,
+                Variant::V06ClusterRow.stem(),
+                v06_cluster_row::MAX_COLS,
                 Variant::V02FusedBlock.stem()
             ),
             _ => format!(
@@ -229,7 +250,8 @@ impl Variant {
 
     /// (threads a block, dynamic shared bytes) of every kernel of the variant for rows of
     /// `cols` in `dt`: v03's and v04's block follows the row, v05 runs `BLOCK_THREADS` a
-    /// block, v06's block follows its slice of the row, which it keeps in shared memory.
+    /// block, v06's block follows its slice of the row, which it keeps in shared memory, v07's
+    /// its slice in registers.
     pub fn block_shape(self, dt: Dtype, cols: u32) -> (u32, u32) {
         match self {
             Variant::V01TwoPass => (v01_two_pass::BLOCK_THREADS, v01_two_pass::SHARED_BYTES),
@@ -240,10 +262,19 @@ impl Variant {
             Variant::V03FusedVectorized => (row_threads(cols), v03_fused_vectorized::SHARED_BYTES),
             Variant::V04PackedRow => (row_threads(cols), v04_packed_row::SHARED_BYTES),
             Variant::V05RowsPerWarp => (v05_rows_per_warp::BLOCK_THREADS, 0),
-            Variant::V06ClusterRow => {
-                let g = Geometry::chosen(cols, dt.size() as u32, Keep::Shared);
+            Variant::V06ClusterRow | Variant::V07ClusterRegisters => {
+                let g = Geometry::chosen(cols, dt.size() as u32, self.keep());
                 (g.threads, g.shared_bytes)
             }
+        }
+    }
+
+    /// Where a cluster step keeps its slices (v07 in registers, v06 in shared memory).
+    fn keep(self) -> Keep {
+        if self == Variant::V07ClusterRegisters {
+            Keep::Registers
+        } else {
+            Keep::Shared
         }
     }
 
@@ -274,19 +305,22 @@ pub const AUTO_SHORT_MAX_COLS: u32 = 256;
 const _: () = assert!(AUTO_SHORT_MAX_COLS <= v05_rows_per_warp::MAX_COLS);
 
 /// What `auto` runs for rows of `cols`: a group of lanes per row up to `AUTO_SHORT_MAX_COLS`
-/// (256), the row in one block's registers (v04) up to `ROW_MAX_COLS` (16384), a cluster per
-/// row up to v06's `MAX_COLS` (393216) where the GPU has clusters (`clusters`: sm_90a, see
-/// [`clusters_available`]), and v02 (a block per row, any length) otherwise. The same in
-/// both kinds and dtypes.
+/// (256), the row in one block's registers (v04) up to `ROW_MAX_COLS` (16384), where the GPU
+/// has clusters (`clusters`: sm_90a, see [`clusters_available`]) a cluster per row in
+/// registers (v07) up to its `MAX_COLS` (131072) and in shared memory (v06) up to its
+/// (393216), and v02 (a block per row, any length) otherwise. The same in both kinds and
+/// dtypes.
 ///
 /// Which step suits which lengths (the H200's sweep, `docs/07-normalization.md`): v04 holds
 /// the roof from 1024 to 8192 columns and falls off at 128 (a block per short row) and at
-/// 16384 (1024-thread blocks); v05 is for the short rows, v06 for the long ones.
+/// 16384 (1024-thread blocks); v05 is for the short rows, v07 and v06 for the long ones.
 pub fn auto_choice(cols: usize, clusters: bool) -> Variant {
     if cols <= AUTO_SHORT_MAX_COLS as usize {
         Variant::V05RowsPerWarp
     } else if cols <= ROW_MAX_COLS as usize {
         Variant::V04PackedRow
+    } else if clusters && cols <= v07_cluster_registers::MAX_COLS as usize {
+        Variant::V07ClusterRegisters
     } else if clusters && cols <= v06_cluster_row::MAX_COLS as usize {
         Variant::V06ClusterRow
     } else {
@@ -294,7 +328,7 @@ pub fn auto_choice(cols: usize, clusters: bool) -> Variant {
     }
 }
 
-/// Whether `gpu` runs v06 (built only into the sm_90a PTX): `auto`'s question before it picks
+/// Whether `gpu` runs v06 and v07 (built only into the sm_90a PTX): `auto`'s question before it picks
 /// the cluster step ([`Gpu::runs`], kept per GPU). A kernel missing from every PTX is an
 /// error, not a "no".
 pub fn clusters_available(gpu: &Gpu) -> Result<bool> {
@@ -319,9 +353,9 @@ pub fn auto(
 }
 
 /// Normalize each row of `x` (rows x cols) into `y`. v01 needs `stats` (mean, rstd per row:
-/// `RowStats.max` holds the mean, `.sum` the rstd). v03-v06 refuse rows longer than they
-/// hold ([`Variant::max_cols`]); v06 is unavailable on GPUs other than compute capability
-/// 9.0.
+/// `RowStats.max` holds the mean, `.sum` the rstd). v03-v07 refuse rows longer than they
+/// hold ([`Variant::max_cols`]); v06 and v07 are unavailable on GPUs other than compute
+/// capability 9.0.
 #[allow(clippy::too_many_arguments)]
 pub fn norm(
     gpu: &Gpu,
@@ -389,9 +423,9 @@ fn launch<T: NormElem>(
     let cfg = LaunchConfig::one_block_per_row(rows, b, shared);
     // SAFETY (every launch): buffers checked by the caller to hold rows x cols / cols
     // elements of T (and cols against the variant's limit), statistics `rows` f32; one block
-    // per row (v05: row_lanes(cols) lanes per row, the kernel skips rows past the last; v06:
-    // a cluster of blocks per row, with the cluster size, block size and shared memory its
-    // geometry functions give for cols).
+    // per row (v05: row_lanes(cols) lanes per row, the kernel skips rows past the last; v06
+    // and v07: a cluster of blocks per row, with the cluster size, block size and shared
+    // memory their geometry functions give for cols).
     unsafe {
         match v {
             Variant::V01TwoPass => {
@@ -415,9 +449,10 @@ fn launch<T: NormElem>(
                 let cfg = LaunchConfig::for_threads(op, rows as u64 * lanes, b)?;
                 gpu.launch(e.v05, cfg, (x, w, bias, yv, rows as u32, c, eps))
             }
-            Variant::V06ClusterRow => {
-                gpu.available(e.v06)?;
-                let g = Geometry::for_launch(op, c, T::DTYPE.size() as u32, Keep::Shared)?;
+            Variant::V06ClusterRow | Variant::V07ClusterRegisters => {
+                let kernel = if v == Variant::V06ClusterRow { e.v06 } else { e.v07 };
+                gpu.available(kernel)?;
+                let g = Geometry::for_launch(op, c, T::DTYPE.size() as u32, v.keep())?;
                 let cfg = LaunchConfig::for_threads(
                     op,
                     rows as u64 * g.cluster as u64 * g.threads as u64,
@@ -427,7 +462,7 @@ fn launch<T: NormElem>(
                     shared_bytes: g.shared_bytes,
                     ..cfg
                 };
-                gpu.launch_cluster(e.v06, cfg, g.cluster, (x, w, bias, yv, c, eps))
+                gpu.launch_cluster(kernel, cfg, g.cluster, (x, w, bias, yv, c, eps))
             }
         }
     }
@@ -449,13 +484,19 @@ mod unit_tests {
             assert_eq!(auto_choice(16384, clusters), Variant::V04PackedRow);
             assert_eq!(auto_choice(393217, clusters), Variant::V02FusedBlock);
         }
-        // Long rows: the cluster step on sm_90a, v02 (any length) elsewhere.
-        for cols in [16385, 32768, 262144, 262145, 393216] {
-            assert_eq!(auto_choice(cols, true), Variant::V06ClusterRow);
+        // Long rows: the cluster steps on sm_90a (registers up to 131072, shared memory past
+        // it), v02 (any length) elsewhere.
+        for cols in [16385, 32768, 131072, 131073, 262144, 262145, 393216] {
+            let want = if cols <= 131072 {
+                Variant::V07ClusterRegisters
+            } else {
+                Variant::V06ClusterRow
+            };
+            assert_eq!(auto_choice(cols, true), want, "{cols}");
             assert_eq!(auto_choice(cols, false), Variant::V02FusedBlock);
         }
         // Whatever auto picks takes the row, in every kind and dtype.
-        for cols in [1, 256, 257, 512, 513, 16384, 16385, 262145, 393216, 393217, 1 << 20] {
+        for cols in [1, 256, 257, 16384, 16385, 131072, 131073, 393216, 393217, 1 << 20] {
             for clusters in [true, false] {
                 for k in Kind::ALL {
                     for dt in Dtype::ALL {
@@ -582,6 +623,43 @@ mod unit_tests {
         assert!(e.contains("20000") && e.contains("16384") && e.contains(v.stem()), "{e}");
     }
 
+    /// v07: its block shape is the register-kept cluster-row geometry (16 elements a thread of
+    /// the slice, the header only in shared memory), and longer rows are refused naming v06.
+    #[test]
+    fn cluster_registers_geometry_fits_up_to_the_max() {
+        use v07_cluster_registers::{MAX_COLS, SHARED_BYTES, slice};
+        let lengths = [1u32, 2, 7, 31, 128, 4097, 16385, 32768, 65537, 131071];
+        for cols in lengths.into_iter().chain([MAX_COLS]) {
+            for dt in Dtype::ALL {
+                let e = dt.size() as u32;
+                let g = Geometry::chosen(cols, e, Keep::Registers);
+                let (bs, shared) = Variant::V07ClusterRegisters.block_shape(dt, cols);
+                assert_eq!((bs, shared), (g.threads, g.shared_bytes));
+                assert_eq!(shared, SHARED_BYTES);
+                assert!(bs.is_multiple_of(32) && bs <= 1024, "{cols}");
+                let (_, len0) = slice(0, cols, e, g.cluster);
+                assert!(bs * 16 >= len0, "cols={cols} {dt:?}: 16 slots a thread hold the slice");
+            }
+        }
+        // The bench's long rows: 32768 → 4 blocks of 512 threads.
+        let g = Geometry::chosen(32768, 4, Keep::Registers);
+        assert_eq!((g.cluster, g.threads), (4, 512));
+        let v = Variant::V07ClusterRegisters;
+        v.check_cols(Kind::RmsNorm, Dtype::Bf16, MAX_COLS as usize).unwrap();
+        let e = v
+            .check_cols(Kind::LayerNorm, Dtype::F32, MAX_COLS as usize + 1)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&v.name(Kind::LayerNorm, Dtype::F32))
+                && e.contains(&format!("rows of {}", MAX_COLS + 1))
+                && e.contains(&MAX_COLS.to_string())
+                && e.contains("auto")
+                && e.contains(Variant::V06ClusterRow.stem()),
+            "{e}"
+        );
+    }
+
     #[test]
     fn names_follow_the_stem() {
         for k in Kind::ALL {
@@ -592,7 +670,7 @@ mod unit_tests {
                         format!("{}_{}_{}", v.stem(), k.name(), dt.name())
                     );
                     // In the sm_80 PTX, or (the cluster step) first in the sm_90a one.
-                    let want = if v == Variant::V06ClusterRow {
+                    let want = if v.keep() == Keep::Registers || v == Variant::V06ClusterRow {
                         "sm_90a"
                     } else {
                         "sm_80"

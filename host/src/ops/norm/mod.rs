@@ -1,12 +1,14 @@
 //! Family `norm` on the host: LayerNorm and RMSNorm over the last dimension of rows x cols,
-//! f32 or bf16, weight (and bias for LayerNorm) per column, eps a parameter. Six variants
+//! f32 or bf16, weight (and bias for LayerNorm) per column, eps a parameter. Seven variants
 //! and [`auto`], which picks one by row length and GPU: v05 (a group of lanes per row) up to
-//! 512 elements, v04 (a block's registers) up to 16384, v06 (a cluster of 8 blocks, sm_90a
-//! only) up to 393216, v02 (a block per row, any length) beyond or without clusters. v03-v06
-//! refuse rows longer than they hold, saying what takes them.
+//! 256 elements, v04 (a block's registers) up to 16384, v07 (a cluster of blocks, their
+//! registers; sm_90a only) up to 131072, v06 (a cluster of blocks, their shared memory;
+//! sm_90a only) up to 393216, v02 (a block per row, any length) beyond or without clusters.
+//! v03-v07 refuse rows longer than they hold, saying what takes them.
 //!
 //! Variance is two-pass around the mean in every variant (see `kernels-gpu/src/norm/mod.rs`;
-//! v06: two-pass within each block of the cluster, the blocks merged by Chan's formula);
+//! v06 and v07: two-pass within each block of the cluster, the blocks merged by Chan's
+//! formula);
 //! the tests include inputs of 1000 + U(-1, 1), where `E[x^2] - E[x]^2` in f32 would lose
 //! every digit. Tolerances: f32 rel 1e-5 + a term for the row sums (chain of cols/32 terms,
 //! 2^-24 each) and abs 1e-5 (outputs are O(1)); for the large-mean inputs the f32 mean itself

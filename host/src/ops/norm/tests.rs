@@ -2,7 +2,7 @@
 //! reference, with ordinary and large-mean inputs, and bad input), and the check the bench
 //! reuses.
 
-use rooflab_kernels::norm::{v05_rows_per_warp, v06_cluster_row};
+use rooflab_kernels::norm::{v05_rows_per_warp, v06_cluster_row, v07_cluster_registers};
 
 use super::launch::{
     Kind, LADDER, NormArgs, Variant, auto, auto_choice, clusters_available, norm,
@@ -178,26 +178,29 @@ pub const WARP_ROW_SHAPES: [(usize, usize); 8] = [
     (17, v05_rows_per_warp::MAX_COLS as usize),
 ];
 
-/// v06's own lengths (beside `TEST_SHAPES`): just past v04's limit and odd (scalar layout,
-/// a short last slice), 32768 (the bench's), an odd 65537, 262144 and 262145 (the issue's
-/// longest, and one past it: scalar layout, uneven slices), and its longest row, few rows
-/// each.
-pub const CLUSTER_SHAPES: [(usize, usize); 7] = [
+/// The cluster steps' own lengths (beside `TEST_SHAPES`): just past v04's limit and odd
+/// (scalar layout, a short last slice), 32768 (the bench's), an odd 65537, v07's longest row
+/// and one past it, 262144 and 262145 (the longest, and one past it: scalar layout,
+/// uneven slices), and v06's longest row, few rows each.
+pub const CLUSTER_SHAPES: [(usize, usize); 9] = [
     (17, 16385),
     (3, 32768),
     (1, 65537),
+    (2, v07_cluster_registers::MAX_COLS as usize),
+    (1, v07_cluster_registers::MAX_COLS as usize + 1),
     (2, 262144),
     (3, 262145),
     (1, v06_cluster_row::MAX_COLS as usize),
     (2, v06_cluster_row::MAX_COLS as usize),
 ];
 
-/// The shapes `v` is checked at: `TEST_SHAPES` up to its longest row, plus its own (v06,
-/// which takes every length up to its max, at `auto`'s shapes: the short ones included).
+/// The shapes `v` is checked at: `TEST_SHAPES` up to its longest row, plus its own (v06 and
+/// v07, which take every length up to their max, at `auto`'s shapes: the short ones
+/// included).
 pub fn shapes_of(v: Variant) -> Vec<(usize, usize)> {
     let all = match v {
         Variant::V05RowsPerWarp => [&TEST_SHAPES[..], &WARP_ROW_SHAPES].concat(),
-        Variant::V06ClusterRow => auto_shapes(),
+        Variant::V06ClusterRow | Variant::V07ClusterRegisters => auto_shapes(),
         _ => TEST_SHAPES.to_vec(),
     };
     let max = v.max_cols().map_or(usize::MAX, |m| m as usize);
@@ -217,7 +220,8 @@ pub fn auto_shapes() -> Vec<(usize, usize)> {
 }
 
 /// The family's GPU tests: every variant and `auto` against the CPU reference, and bad
-/// input. v06's tests require its (sm_90a) kernels: elsewhere they are reported skipped.
+/// input. v06's and v07's tests require their (sm_90a) kernels: elsewhere they are reported
+/// skipped.
 pub fn tests(seed: u64) -> Vec<GpuTest> {
     let mut t = Vec::new();
     for k in Kind::ALL {
@@ -239,18 +243,23 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
                         .fold(test, |test, id| test.requiring(id)),
                 );
             }
-            // v06 at every cluster size, not only the one chosen for each length.
-            let v = Variant::V06ClusterRow;
-            let name = format!("{}_every_cluster_size_matches_cpu", v.name(k, dt));
-            let test = GpuTest::new(name, move |gpu| {
-                check_every_size(dt.size() as u32, Keep::Shared, usize::MAX, |rows, cols, i| {
-                    for large_mean in [false, true] {
-                        check(gpu, v, k, dt, rows, cols, large_mean, seed + i)?;
-                    }
-                    Ok(())
-                })
-            });
-            t.push(v.kernels(k, dt).into_iter().fold(test, |t, id| t.requiring(id)));
+            // The cluster steps at every cluster size, not only the one chosen for each length.
+            for (v, keep) in [
+                (Variant::V06ClusterRow, Keep::Shared),
+                (Variant::V07ClusterRegisters, Keep::Registers),
+            ] {
+                let name = format!("{}_every_cluster_size_matches_cpu", v.name(k, dt));
+                let max = v.max_cols().map_or(usize::MAX, |m| m as usize);
+                let test = GpuTest::new(name, move |gpu| {
+                    check_every_size(dt.size() as u32, keep, max, |rows, cols, i| {
+                        for large_mean in [false, true] {
+                            check(gpu, v, k, dt, rows, cols, large_mean, seed + i)?;
+                        }
+                        Ok(())
+                    })
+                });
+                t.push(v.kernels(k, dt).into_iter().fold(test, |t, id| t.requiring(id)));
+            }
             t.push(GpuTest::new(
                 format!("norm_auto_{}_{}_matches_cpu", k.name(), dt.name()),
                 move |gpu| {
@@ -344,12 +353,14 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
             }
             // Rows past each on-chip step's limit, refused with the limit and the way out
             // (before availability: the same message on every GPU).
-            let (v04, v05, v06) = (
+            let (v04, v05, v06, v07) = (
                 Variant::V04PackedRow,
                 Variant::V05RowsPerWarp,
                 Variant::V06ClusterRow,
+                Variant::V07ClusterRegisters,
             );
             let v06_max = v06_cluster_row::MAX_COLS as usize;
+            let v07_max = v07_cluster_registers::MAX_COLS as usize;
             let too_long = [
                 (Variant::V03FusedVectorized, 20000, vec!["20000", "16384", "auto"]),
                 (v04, 20000, vec!["20000", "16384", "auto", v06.stem()]),
@@ -363,6 +374,11 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
                         "auto",
                         Variant::V02FusedBlock.stem(),
                     ],
+                ),
+                (
+                    v07,
+                    v07_max + 1,
+                    vec!["131073", "131072", "auto", v06.stem()],
                 ),
             ];
             for (v, cols, needles) in too_long {
@@ -382,7 +398,7 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
                     )?;
                 }
             }
-            // Off Hopper, v06 is unavailable (and `auto` does not pick it).
+            // Off Hopper, v06 and v07 are unavailable (and `auto` does not pick them).
             if !clusters_available(gpu)? {
                 let x = Buf::upload(gpu, Dtype::F32, &vec![1.0; 32768])?;
                 let mut y = Buf::alloc(gpu, Dtype::F32, 32768)?;
@@ -392,10 +408,12 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
                     bias: &x,
                     eps: EPS,
                 };
-                expect_error(
-                    norm(gpu, v06, Kind::RmsNorm, 1, 32768, &a, &mut y, None),
-                    &["unavailable", "sm_90a"],
-                )?;
+                for v in [v06, v07] {
+                    expect_error(
+                        norm(gpu, v, Kind::RmsNorm, 1, 32768, &a, &mut y, None),
+                        &["unavailable", "sm_90a"],
+                    )?;
+                }
             }
             Ok(())
         },
@@ -456,6 +474,12 @@ mod unit_tests {
         for c in short.into_iter().chain([16385, 20000, 65537, 262144, 262145, max]) {
             assert!(v06.contains(&c), "v06 at {c}");
         }
+        let v07 = cols(&shapes_of(Variant::V07ClusterRegisters));
+        let max07 = v07_cluster_registers::MAX_COLS as usize;
+        for c in short.into_iter().chain([16385, 20000, 65537, max07]) {
+            assert!(v07.contains(&c), "v07 at {c}");
+        }
+        assert!(v07.iter().all(|&c| c <= max07));
         let auto = cols(&auto_shapes());
         assert!(auto.contains(&(v05_max + 1)) && auto.contains(&max));
         let rows: Vec<usize> = auto_shapes().iter().map(|s| s.0).collect();
