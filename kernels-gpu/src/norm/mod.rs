@@ -13,8 +13,8 @@
 //! (rows of up to 16384); v05 a group of lanes per row (short rows, up to 512); v06 a cluster
 //! of blocks per row, in their shared memory (long rows, up to 393216; sm_90a only); v07 a
 //! cluster of blocks per row, in their registers (rows of up to 131072; sm_90a only).
-//! `norm::auto` on the host picks v05, v04, v07, v06 (v02 where clusters are unavailable) by
-//! row length.
+//! `norm::auto` on the host picks v05, v04, v06 (v02 where clusters are unavailable) by row
+//! length; not v07, which measured slower than v06 (H200 and H100).
 
 pub mod v01_two_pass;
 pub mod v02_fused_block;

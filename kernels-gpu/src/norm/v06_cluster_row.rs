@@ -238,8 +238,11 @@ macro_rules! entry {
                 cols: u32,
                 eps: f32,
             ) {
-                // Blocks of up to MAX_THREADS: ptxas keeps to 64 registers a thread.
-                crate::gpu::launch_bounds::<{ MAX_THREADS }, 1>();
+                // Blocks of up to MAX_THREADS, two of them an SM: ptxas keeps to 32 registers
+                // (no spills). Under a bound of one block LayerNorm bf16 took 40, which left
+                // room for 3 blocks of 512 threads an SM instead of 4 (H100, 2026-12-06:
+                // 256x262144 176.3 µs → 133.8, 1024x65536 125.4 → 117.5).
+                crate::gpu::launch_bounds::<{ MAX_THREADS }, 2>();
                 // SAFETY: forwarded from the host wrapper's checks (cols <= MAX_COLS; grid =
                 // rows clusters of c = cluster_size(cols, ..) blocks of block_threads(cols, ..,
                 // c) threads, shared_bytes(cols, .., c) of shared memory).

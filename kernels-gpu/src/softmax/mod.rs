@@ -13,7 +13,8 @@
 //! in registers (short rows, up to 512); v07 a cluster of 8 blocks per row, in their shared
 //! memory (long rows, up to 262144; sm_90a only); v08 a cluster per row with its slices in
 //! registers, v05's layout (up to 131072; sm_90a only). `softmax::auto` on the host picks v06,
-//! v05, v08, v07 (v03 where clusters are unavailable) by row length.
+//! v05, v07 (v03 where clusters are unavailable) by row length; not v08, which measured
+//! slower than v07 (H200 and H100).
 //!
 //! Also here, device-side, the softmax math every variant shares. The row-in-registers
 //! layout v05 and v06 launch with (`ROW_ITEMS` slots a thread, `row_threads` for a block,

@@ -13,8 +13,7 @@ use crate::tensor::{Buf, Dtype, RowStats};
 
 /// Elements of every point of the row-length sweep (rows = SWEEP_TOTAL / cols).
 pub const SWEEP_TOTAL: usize = 1 << 26;
-/// The sweep's row lengths: short rows (v06), one block's registers (v05), clusters (v08 up
-/// to 131072, v07 past it).
+/// The sweep's row lengths: short rows (v06), one block's registers (v05), clusters (v07).
 pub const SWEEP_COLS: [usize; 7] = [128, 512, 2048, 8192, 32768, 131072, 262144];
 
 struct SoftmaxWork {
@@ -97,8 +96,12 @@ pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
             LADDER
                 .iter()
                 .filter(|&&v| {
-                    ![Variant::V06RowsPerWarp, Variant::V07ClusterRow, Variant::V08ClusterRegisters]
-                        .contains(&v)
+                    ![
+                        Variant::V06RowsPerWarp,
+                        Variant::V07ClusterRow,
+                        Variant::V08ClusterRegisters,
+                    ]
+                    .contains(&v)
                 })
                 .map(|&v| Some(v))
                 .chain([None])
@@ -231,14 +234,20 @@ mod unit_tests {
         assert!(v07.shape.ends_with("x32768"), "{}", v07.shape);
         // 4 blocks a row of 8192 (32 KiB), 512 threads of 4 vectors.
         assert_eq!(v07.kernels[0].block_threads, 512);
-        assert_eq!(v07.kernels[0].shared_bytes, 144 + 8192 * 4);
+        assert_eq!(
+            v07.kernels[0].shared_bytes,
+            rooflab_kernels::cluster_row::HEADER_BYTES + 8192 * 4
+        );
         // v08: 4 blocks a row of 8192 elements in registers, 512 threads, the header only.
         let v08 = c
             .iter()
             .find(|c| c.variant == "v08_cluster_registers_bf16")
             .unwrap();
         assert!(v08.shape.ends_with("x32768"), "{}", v08.shape);
-        assert_eq!((v08.kernels[0].block_threads, v08.kernels[0].shared_bytes), (512, 144));
+        assert_eq!(
+            (v08.kernels[0].block_threads, v08.kernels[0].shared_bytes),
+            (512, rooflab_kernels::cluster_row::HEADER_BYTES)
+        );
     }
 
     /// The row-length sweep: `auto` at every length, rows x cols the same total, honouring
@@ -272,7 +281,15 @@ mod unit_tests {
             .collect();
         assert_eq!(
             notes,
-            ["auto→v06", "auto→v06", "auto→v05", "auto→v05", "auto→v08", "auto→v08", "auto→v07"]
+            [
+                "auto→v06",
+                "auto→v06",
+                "auto→v05",
+                "auto→v05",
+                "auto→v07",
+                "auto→v07",
+                "auto→v07"
+            ]
         );
     }
 }

@@ -239,17 +239,20 @@ impl Variant {
 }
 
 /// What `auto` runs for rows of `cols`: a group of lanes per row up to `WARP_ROW_MAX_COLS`
-/// (512), the row in one block's registers up to `ROW_MAX_COLS` (16384), where the GPU has
-/// clusters (`clusters`: sm_90a, see [`clusters_available`]) a cluster per row in registers up
-/// to v08's `MAX_COLS` (131072) and in shared memory up to v07's (262144), the online
-/// two-read kernel otherwise.
+/// (512), the row in one block's registers up to `ROW_MAX_COLS` (16384), a cluster per row in
+/// shared memory (v07) up to its `MAX_COLS` (262144) where the GPU has clusters (`clusters`:
+/// sm_90a, see [`clusters_available`]), the online two-read kernel otherwise.
+///
+/// Not v08 (the cluster's slices in registers): it measured slower than v07 at every row it
+/// takes, on the H100 (2026-12-06, `docs/runs/2026-12-06-h100-1201-softmax-norm-no-peer.json`,
+/// 2048×32768: f32 230.3 µs against 199.0, bf16 160.5 against 107.6) and the H200 (f32 188.9
+/// against 161.3, bf16 139.7 against 86.4), its registers holding it to half the SM's threads
+/// (`docs/06-softmax.md`).
 pub fn auto_choice(cols: usize, clusters: bool) -> Variant {
     if cols <= WARP_ROW_MAX_COLS as usize {
         Variant::V06RowsPerWarp
     } else if cols <= ROW_MAX_COLS as usize {
         Variant::V05RowInRegisters
-    } else if clusters && cols <= v08_cluster_registers::MAX_COLS as usize {
-        Variant::V08ClusterRegisters
     } else if clusters && cols <= v07_cluster_row::MAX_COLS as usize {
         Variant::V07ClusterRow
     } else {
@@ -385,15 +388,10 @@ mod unit_tests {
             assert_eq!(auto_choice(16384, clusters), Variant::V05RowInRegisters);
             assert_eq!(auto_choice(262145, clusters), Variant::V03Online);
         }
-        // Long rows: the cluster steps on sm_90a (registers up to 131072, shared memory
-        // past it), the online two-read step elsewhere.
+        // Long rows: the shared-memory cluster step on sm_90a (never v08, measured slower),
+        // the online two-read step elsewhere.
         for cols in [16385, 32768, 131072, 131073, 262144] {
-            let want = if cols <= 131072 {
-                Variant::V08ClusterRegisters
-            } else {
-                Variant::V07ClusterRow
-            };
-            assert_eq!(auto_choice(cols, true), want, "{cols}");
+            assert_eq!(auto_choice(cols, true), Variant::V07ClusterRow, "{cols}");
             assert_eq!(auto_choice(cols, false), Variant::V03Online);
         }
         // Whatever auto picks takes the row.
