@@ -197,6 +197,7 @@ pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
 mod unit_tests {
     use super::*;
 
+    use rooflab_kernels::cluster_row::HEADER_BYTES;
     use rooflab_kernels::norm::v03_fused_vectorized::ROW_MAX_COLS;
     use rooflab_kernels::norm::v05_rows_per_warp;
 
@@ -205,10 +206,7 @@ mod unit_tests {
         let c = cases(false, None, 1);
         for k in Kind::ALL {
             for dt in Dtype::ALL {
-                let sweep: Vec<&Case> = c
-                    .iter()
-                    .filter(|c| c.ladder == sweep_ladder(k, dt))
-                    .collect();
+                let sweep: Vec<&Case> = c.iter().filter(|c| c.ladder == sweep_ladder(k, dt)).collect();
                 // v02 at every length (8), v05 up to 512 (3), v04 up to ROW_MAX_COLS (6), v06
                 // from 8192 (4), v07 from 8192 to 131072 (3).
                 assert_eq!(sweep.len(), SWEEP_COLS.len() + 3 + 6 + 4 + 3);
@@ -234,10 +232,7 @@ mod unit_tests {
                     Variant::V06ClusterRow,
                     Variant::V07ClusterRegisters,
                 ] {
-                    let n = sweep
-                        .iter()
-                        .filter(|c| c.variant == v.row_variant(k, dt))
-                        .count();
+                    let n = sweep.iter().filter(|c| c.variant == v.row_variant(k, dt)).count();
                     assert!(n >= 3, "{}: {n} points", v.stem());
                 }
             }
@@ -274,20 +269,14 @@ mod unit_tests {
         assert!(v06.shape.ends_with("x32768"), "{}", v06.shape);
         // 4 blocks a row of 8192 (32 KiB), 512 threads of 4 vectors.
         assert_eq!(v06.kernels[0].block_threads, 512);
-        assert_eq!(
-            v06.kernels[0].shared_bytes,
-            rooflab_kernels::cluster_row::HEADER_BYTES + 8192 * 4
-        );
+        assert_eq!(v06.kernels[0].shared_bytes, HEADER_BYTES + 8192 * 4);
         // v07: 4 blocks a row of 8192 in registers, 512 threads of 16 slots, the header only.
         let v07 = c
             .iter()
             .find(|c| c.variant == "v07_cluster_registers_layernorm_bf16")
             .unwrap();
         assert!(v07.shape.ends_with("x32768"), "{}", v07.shape);
-        assert_eq!(
-            (v07.kernels[0].block_threads, v07.kernels[0].shared_bytes),
-            (512, rooflab_kernels::cluster_row::HEADER_BYTES)
-        );
+        assert_eq!((v07.kernels[0].block_threads, v07.kernels[0].shared_bytes), (512, HEADER_BYTES));
         // Full run: the short and long shapes hold half the ladder's elements.
         let c = cases(false, None, 1);
         assert!(c.iter().any(|c| c.shape == "262144x128"));

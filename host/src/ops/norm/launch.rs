@@ -8,6 +8,7 @@ use rooflab_kernels::norm::{
     v06_cluster_row, v07_cluster_registers,
 };
 
+
 use crate::bench::KernelUse;
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Kernel, KernelId, LaunchConfig};
@@ -450,11 +451,7 @@ fn launch<T: NormElem>(
                 gpu.launch(e.v05, cfg, (x, w, bias, yv, rows as u32, c, eps))
             }
             Variant::V06ClusterRow | Variant::V07ClusterRegisters => {
-                let kernel = if v == Variant::V06ClusterRow {
-                    e.v06
-                } else {
-                    e.v07
-                };
+                let kernel = if v == Variant::V06ClusterRow { e.v06 } else { e.v07 };
                 gpu.available(kernel)?;
                 let g = Geometry::for_launch(op, c, T::DTYPE.size() as u32, v.keep())?;
                 let cfg = LaunchConfig::for_threads(
@@ -495,18 +492,7 @@ mod unit_tests {
             assert_eq!(auto_choice(cols, false), Variant::V02FusedBlock);
         }
         // Whatever auto picks takes the row, in every kind and dtype.
-        for cols in [
-            1,
-            256,
-            257,
-            16384,
-            16385,
-            131072,
-            131073,
-            393216,
-            393217,
-            1 << 20,
-        ] {
+        for cols in [1, 256, 257, 16384, 16385, 131072, 131073, 393216, 393217, 1 << 20] {
             for clusters in [true, false] {
                 for k in Kind::ALL {
                     for dt in Dtype::ALL {
@@ -525,25 +511,14 @@ mod unit_tests {
     fn rows_per_warp_layout_covers_each_element_once() {
         use v05_rows_per_warp::{BLOCK_THREADS, LANE_VECTORS, MAX_COLS, lane_cols, row_lanes};
         assert!(BLOCK_THREADS.is_multiple_of(32));
-        let lengths = [
-            1u32, 2, 7, 8, 15, 16, 17, 31, 32, 33, 64, 127, 128, 129, 200, 256,
-        ];
-        for cols in lengths
-            .into_iter()
-            .chain([257, 384, 500, MAX_COLS - 1, MAX_COLS])
-        {
+        let lengths = [1u32, 2, 7, 8, 15, 16, 17, 31, 32, 33, 64, 127, 128, 129, 200, 256];
+        for cols in lengths.into_iter().chain([257, 384, 500, MAX_COLS - 1, MAX_COLS]) {
             for e in [4u32, 2] {
                 let g = row_lanes(cols, e);
                 let lc = lane_cols(e);
-                assert!(
-                    g.is_power_of_two() && g <= 32,
-                    "cols={cols} e={e}: {g} lanes"
-                );
+                assert!(g.is_power_of_two() && g <= 32, "cols={cols} e={e}: {g} lanes");
                 assert!(g * lc >= cols, "cols={cols} e={e}: {g} lanes too few");
-                assert!(
-                    g == 1 || (g / 2) * lc < cols,
-                    "cols={cols}: {g} lanes, half do"
-                );
+                assert!(g == 1 || (g / 2) * lc < cols, "cols={cols}: {g} lanes, half do");
                 let per16 = 16 / e;
                 // The vector layout (when cols is a multiple of the vector) and the scalar one.
                 for vec in [true, false] {
@@ -578,14 +553,10 @@ mod unit_tests {
         assert_eq!((row_lanes(128, 4), row_lanes(128, 2)), (8, 4));
         assert_eq!((lane_cols(4) * 4, lane_cols(2) * 2), (64, 64));
         assert_eq!((row_lanes(MAX_COLS, 4), row_lanes(MAX_COLS, 2)), (32, 16));
-        assert!(
-            row_lanes(MAX_COLS + 1, 4) > 32,
-            "past the max a warp is not enough"
-        );
+        assert!(row_lanes(MAX_COLS + 1, 4) > 32, "past the max a warp is not enough");
         let v = Variant::V05RowsPerWarp;
         assert_eq!(v.block_shape(Dtype::Bf16, 128), (BLOCK_THREADS, 0));
-        v.check_cols(Kind::LayerNorm, Dtype::F32, MAX_COLS as usize)
-            .unwrap();
+        v.check_cols(Kind::LayerNorm, Dtype::F32, MAX_COLS as usize).unwrap();
         let e = v
             .check_cols(Kind::RmsNorm, Dtype::Bf16, MAX_COLS as usize + 1)
             .unwrap_err()
@@ -605,21 +576,16 @@ mod unit_tests {
     /// rows are refused.
     #[test]
     fn cluster_row_geometry_fits_up_to_the_max() {
-        use v06_cluster_row::{MAX_COLS, MAX_THREADS, slice};
+        use v06_cluster_row::{HEADER_BYTES, MAX_COLS, MAX_THREADS, slice};
         const { assert!(MAX_COLS > 262144, "the issue's longest rows, and 262145") };
-        let lengths = [
-            1u32, 2, 7, 8, 31, 127, 128, 129, 4097, 16385, 32768, 65537, 262145,
-        ];
+        let lengths = [1u32, 2, 7, 8, 31, 127, 128, 129, 4097, 16385, 32768, 65537, 262145];
         for cols in lengths.into_iter().chain([MAX_COLS - 1, MAX_COLS]) {
             for dt in Dtype::ALL {
                 let e = dt.size() as u32;
                 let g = Geometry::chosen(cols, e, Keep::Shared);
                 let (bs, shared) = Variant::V06ClusterRow.block_shape(dt, cols);
                 assert_eq!((bs, shared), (g.threads, g.shared_bytes));
-                assert!(
-                    bs.is_multiple_of(32) && (32..=MAX_THREADS).contains(&bs),
-                    "{cols}"
-                );
+                assert!(bs.is_multiple_of(32) && (32..=MAX_THREADS).contains(&bs), "{cols}");
                 assert!(shared <= 227 * 1024, "cols={cols} {dt:?}: {shared} bytes");
                 let (_, len0) = slice(0, cols, e, g.cluster);
                 assert!(shared >= len0 * e, "the slice fits");
@@ -628,18 +594,12 @@ mod unit_tests {
         // The bench's long rows: 32768 f32 → 4 blocks of 512 threads of 4 vectors, 32 KiB of
         // slice; 262144 f32 → 8 blocks of 1024 threads, 128 KiB; the max in f32 → 192 KiB.
         assert_eq!(Geometry::chosen(32768, 4, Keep::Shared).threads, 512);
-        assert_eq!(
-            Geometry::chosen(32768, 4, Keep::Shared).shared_bytes,
-            rooflab_kernels::cluster_row::HEADER_BYTES + 8192 * 4
-        );
+        let shared = |cols| Geometry::chosen(cols, 4, Keep::Shared).shared_bytes;
+        assert_eq!(shared(32768), HEADER_BYTES + 8192 * 4);
         assert_eq!(Geometry::chosen(262144, 4, Keep::Shared).threads, 1024);
-        assert_eq!(
-            Geometry::chosen(MAX_COLS, 4, Keep::Shared).shared_bytes,
-            rooflab_kernels::cluster_row::HEADER_BYTES + 192 * 1024
-        );
+        assert_eq!(shared(MAX_COLS), HEADER_BYTES + 192 * 1024);
         let v = Variant::V06ClusterRow;
-        v.check_cols(Kind::LayerNorm, Dtype::Bf16, MAX_COLS as usize)
-            .unwrap();
+        v.check_cols(Kind::LayerNorm, Dtype::Bf16, MAX_COLS as usize).unwrap();
         let e = v
             .check_cols(Kind::LayerNorm, Dtype::F32, MAX_COLS as usize + 1)
             .unwrap_err()
@@ -657,10 +617,7 @@ mod unit_tests {
             .check_cols(Kind::RmsNorm, Dtype::F32, 20000)
             .unwrap_err()
             .to_string();
-        assert!(
-            e.contains("20000") && e.contains("16384") && e.contains(v.stem()),
-            "{e}"
-        );
+        assert!(e.contains("20000") && e.contains("16384") && e.contains(v.stem()), "{e}");
     }
 
     /// v07: its block shape is the register-kept cluster-row geometry (16 elements a thread of
@@ -678,18 +635,14 @@ mod unit_tests {
                 assert_eq!(shared, SHARED_BYTES);
                 assert!(bs.is_multiple_of(32) && bs <= 1024, "{cols}");
                 let (_, len0) = slice(0, cols, e, g.cluster);
-                assert!(
-                    bs * 16 >= len0,
-                    "cols={cols} {dt:?}: 16 slots a thread hold the slice"
-                );
+                assert!(bs * 16 >= len0, "cols={cols} {dt:?}: 16 slots a thread hold the slice");
             }
         }
         // The bench's long rows: 32768 → 4 blocks of 512 threads.
         let g = Geometry::chosen(32768, 4, Keep::Registers);
         assert_eq!((g.cluster, g.threads), (4, 512));
         let v = Variant::V07ClusterRegisters;
-        v.check_cols(Kind::RmsNorm, Dtype::Bf16, MAX_COLS as usize)
-            .unwrap();
+        v.check_cols(Kind::RmsNorm, Dtype::Bf16, MAX_COLS as usize).unwrap();
         let e = v
             .check_cols(Kind::LayerNorm, Dtype::F32, MAX_COLS as usize + 1)
             .unwrap_err()

@@ -96,12 +96,8 @@ pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
             LADDER
                 .iter()
                 .filter(|&&v| {
-                    ![
-                        Variant::V06RowsPerWarp,
-                        Variant::V07ClusterRow,
-                        Variant::V08ClusterRegisters,
-                    ]
-                    .contains(&v)
+                    ![Variant::V06RowsPerWarp, Variant::V07ClusterRow, Variant::V08ClusterRegisters]
+                        .contains(&v)
                 })
                 .map(|&v| Some(v))
                 .chain([None])
@@ -200,6 +196,7 @@ pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
 #[cfg(test)]
 mod unit_tests {
     use super::*;
+    use rooflab_kernels::cluster_row::HEADER_BYTES;
 
     #[test]
     fn cases_cover_the_ladder_and_auto() {
@@ -234,20 +231,14 @@ mod unit_tests {
         assert!(v07.shape.ends_with("x32768"), "{}", v07.shape);
         // 4 blocks a row of 8192 (32 KiB), 512 threads of 4 vectors.
         assert_eq!(v07.kernels[0].block_threads, 512);
-        assert_eq!(
-            v07.kernels[0].shared_bytes,
-            rooflab_kernels::cluster_row::HEADER_BYTES + 8192 * 4
-        );
+        assert_eq!(v07.kernels[0].shared_bytes, HEADER_BYTES + 8192 * 4);
         // v08: 4 blocks a row of 8192 elements in registers, 512 threads, the header only.
         let v08 = c
             .iter()
             .find(|c| c.variant == "v08_cluster_registers_bf16")
             .unwrap();
         assert!(v08.shape.ends_with("x32768"), "{}", v08.shape);
-        assert_eq!(
-            (v08.kernels[0].block_threads, v08.kernels[0].shared_bytes),
-            (512, rooflab_kernels::cluster_row::HEADER_BYTES)
-        );
+        assert_eq!((v08.kernels[0].block_threads, v08.kernels[0].shared_bytes), (512, HEADER_BYTES));
     }
 
     /// The row-length sweep: `auto` at every length, rows x cols the same total, honouring
@@ -281,15 +272,7 @@ mod unit_tests {
             .collect();
         assert_eq!(
             notes,
-            [
-                "auto→v06",
-                "auto→v06",
-                "auto→v05",
-                "auto→v05",
-                "auto→v07",
-                "auto→v07",
-                "auto→v07"
-            ]
+            ["auto→v06", "auto→v06", "auto→v05", "auto→v05", "auto→v07", "auto→v07", "auto→v07"]
         );
     }
 }
