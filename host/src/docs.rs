@@ -15,6 +15,11 @@
 //!   rust_vs_twin, twin_median_us,
 //!   spread_pct, speedup_vs_v01) or
 //!   `ceiling;RESOURCE;FIELD;DECIMALS` (FIELD: value, value_k = value / 1000, pct_of_vendor).
+//!   A key that starts `run=FILE;` (FILE relative to the repository root, e.g.
+//!   `run=docs/runs/2026-12-06-h100-1304-norm.json;row;...`) is pinned to that stored run
+//!   instead: prose about another run than the one rendered (an H100 measurement in a chapter
+//!   whose tables are from an H200) still quotes its run, and a figure that run lacks is an
+//!   error.
 //!   The first row with that name and shape is taken (a ladder's row before a sweep row of
 //!   the same shape); a row the run does not have, or a figure it did not measure (a peer
 //!   or twin column the run had no peer or twins for), keeps the text an earlier run wrote.
@@ -286,8 +291,9 @@ fn marker_body(report: &Report, name: &str) -> String {
     )
 }
 
-/// Replace the body of every `<!-- rooflab:table NAME -->` ... `<!-- /rooflab:table -->`.
-pub fn fill_markers(text: &str, report: &Report) -> Result<String> {
+/// Replace the body of every `<!-- rooflab:table NAME -->` ... `<!-- /rooflab:table -->`,
+/// then the values (`root`: the repository root, where pinned `run=` files are found).
+pub fn fill_markers(text: &str, report: &Report, root: &Path) -> Result<String> {
     let mut out = String::new();
     let mut rest = text;
     while let Some(i) = rest.find(MARK_OPEN) {
@@ -320,7 +326,7 @@ pub fn fill_markers(text: &str, report: &Report) -> Result<String> {
         rest = &body_start[close + MARK_CLOSE.len()..];
     }
     out.push_str(rest);
-    fill_values(&out, report)
+    fill_values(&out, report, root)
 }
 
 /// The figure a `rooflab:value` KEY names in `report`: `Ok(None)` when the run has no such
@@ -426,8 +432,11 @@ fn value_of(report: &Report, key: &str) -> Result<Option<String>> {
     Ok(Some(format!("{v:.d$}")))
 }
 
-/// Replace the body of every `<!-- rooflab:value KEY -->` ... `<!-- /rooflab:value -->`.
-pub fn fill_values(text: &str, report: &Report) -> Result<String> {
+/// Replace the body of every `<!-- rooflab:value KEY -->` ... `<!-- /rooflab:value -->`: from
+/// `report`, or, for a key pinned with `run=FILE;`, from that bench.json under `root` (each
+/// file read once).
+pub fn fill_values(text: &str, report: &Report, root: &Path) -> Result<String> {
+    let mut pinned: std::collections::HashMap<&str, Report> = std::collections::HashMap::new();
     let mut out = String::new();
     let mut rest = text;
     while let Some(i) = rest.find(VALUE_OPEN) {
@@ -444,7 +453,21 @@ pub fn fill_values(text: &str, report: &Report) -> Result<String> {
         };
         out.push_str(&rest[..i]);
         let _ = write!(out, "{VALUE_OPEN}{key} -->");
-        match value_of(report, key)? {
+        let value = match key.split_once(';') {
+            Some((run, rest)) if run.trim().starts_with("run=") => {
+                let file = run.trim()["run=".len()..].trim();
+                let bad = |why: String| Error::Other(format!("`{VALUE_OPEN}{key} -->`: {why}"));
+                if !pinned.contains_key(file) {
+                    pinned.insert(file, load(&root.join(file)).map_err(bad)?);
+                }
+                // The file is fixed: a figure it lacks is a wrong key, not an older text.
+                Some(value_of(&pinned[file], rest)?.ok_or_else(|| {
+                    bad(format!("{file} has no such figure"))
+                })?)
+            }
+            _ => value_of(report, key)?,
+        };
+        match value {
             Some(v) => out.push_str(&v),
             None => out.push_str(&body[..close]),
         }
@@ -536,7 +559,7 @@ pub fn render(report: &Report, docs: &Path) -> Result<Vec<PathBuf>> {
     for p in chapters {
         let old = std::fs::read_to_string(&p)
             .map_err(|e| Error::Other(format!("reading {}: {e}", p.display())))?;
-        let new = fill_markers(&old, report)
+        let new = fill_markers(&old, report, &docs.join(".."))
             .map_err(|e| Error::Other(format!("{}: {e}", p.display())))?;
         if new != old {
             write(&p, &new, &mut written)?;
@@ -572,7 +595,7 @@ pub fn run(json: &Path, docs: &Path) -> ExitCode {
     let readme = docs.join("..").join("README.md");
     let result = render(&report, docs).and_then(|mut files| {
         if let Ok(old) = std::fs::read_to_string(&readme) {
-            let new = fill_markers(&old, &report)
+            let new = fill_markers(&old, &report, &docs.join(".."))
                 .map_err(|e| Error::Other(format!("{}: {e}", readme.display())))?;
             if new != old {
                 write(&readme, &new, &mut files)?;
@@ -745,6 +768,50 @@ mod tests {
         );
     }
 
+    /// Figures pinned to a stored run (`run=FILE;...`) are that run's, in every chapter and in
+    /// the README: filling them again from their files changes nothing, so none was typed by
+    /// hand or went stale. A pinned key whose file lacks the figure is an error.
+    #[test]
+    fn pinned_values_match_their_runs() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let empty = Report {
+            rooflab_version: "0".into(),
+            date_utc: "d".into(),
+            device: None,
+            measured: false,
+            ceilings: None,
+            roofs: None,
+            rows: vec![],
+            note: None,
+        };
+        let mut files: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "md"))
+            .collect();
+        files.push(root.join("README.md"));
+        let mut pinned = 0;
+        for p in files {
+            let text = std::fs::read_to_string(&p).unwrap();
+            pinned += text.matches(&format!("{VALUE_OPEN}run=")).count();
+            let filled = fill_values(&text, &empty, &root)
+                .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            for (a, b) in text.lines().zip(filled.lines()) {
+                assert_eq!(a, b, "{}: a pinned figure is not its run's", p.display());
+            }
+        }
+        assert!(pinned > 10, "only {pinned} pinned figures found");
+        let run = "docs/runs/2026-12-06-h100-1304-norm.json";
+        let key = |k: &str| format!("{VALUE_OPEN}run={run};{k} -->x{VALUE_CLOSE}");
+        let ok = key("row;norm/v06_cluster_row_layernorm_bf16;256x262144;median_us;1");
+        assert!(fill_values(&ok, &empty, &root).unwrap().contains("-->133.0<"));
+        let absent = key("row;norm/v99_nope;256x262144;median_us;1");
+        let e = fill_values(&absent, &empty, &root).unwrap_err().to_string();
+        assert!(e.contains("has no such figure"), "{e}");
+        let nofile = format!("{VALUE_OPEN}run=docs/runs/nope.json;row;a;b;median_us;1 -->x{VALUE_CLOSE}");
+        assert!(fill_values(&nofile, &empty, &root).is_err());
+    }
+
     #[test]
     fn markers_need_a_close() {
         let r = Report {
@@ -757,10 +824,11 @@ mod tests {
             rows: vec![],
             note: None,
         };
-        assert!(fill_markers("a <!-- rooflab:table memory --> b", &r).is_err());
+        assert!(fill_markers("a <!-- rooflab:table memory --> b", &r, Path::new(".")).is_err());
         let t = fill_markers(
             "a\n<!-- rooflab:table gemm -->old<!-- /rooflab:table -->\nz",
             &r,
+            Path::new("."),
         )
         .unwrap();
         // A family absent from this run keeps the earlier table.
@@ -799,15 +867,15 @@ mod tests {
         r.rows.extend([a, b, c]);
         let key = |k: &str| format!("<!-- rooflab:value {k} -->x<!-- /rooflab:value -->");
         let plain = key(&format!("row;{name};{shape};median_us;0"));
-        let err = fill_values(&plain, &r).unwrap_err().to_string();
+        let err = fill_values(&plain, &r, Path::new(".")).unwrap_err().to_string();
         assert!(err.contains("3 rows") && err.contains("stride 8"), "{err}");
         let by_note = key(&format!("row;{name};{shape};stride 2;median_us;0"));
-        assert!(fill_values(&by_note, &r).unwrap().contains("-->2<"));
+        assert!(fill_values(&by_note, &r, Path::new(".")).unwrap().contains("-->2<"));
         // Two rows have note "stride 8": still ambiguous; the ladder picks one.
         let note8 = key(&format!("row;{name};{shape};stride 8;median_us;0"));
-        assert!(fill_values(&note8, &r).is_err());
+        assert!(fill_values(&note8, &r, Path::new(".")).is_err());
         let by_ladder = key(&format!("row;{name};{shape};ladder=sweep_x;median_us;0"));
-        assert!(fill_values(&by_ladder, &r).unwrap().contains("-->9<"));
+        assert!(fill_values(&by_ladder, &r, Path::new(".")).unwrap().contains("-->9<"));
     }
 
     #[test]
@@ -821,7 +889,7 @@ mod tests {
         let row = r.rows.iter().find(|x| x.median_us.is_some()).unwrap();
         let key = format!("row;{};{};{};median_us;1", row.name, row.shape, row.note);
         let text = format!("took <!-- rooflab:value {key} -->999<!-- /rooflab:value --> µs");
-        let filled = fill_values(&text, &r).unwrap();
+        let filled = fill_values(&text, &r, Path::new(".")).unwrap();
         assert_eq!(
             filled,
             format!(
@@ -830,27 +898,27 @@ mod tests {
             )
         );
         let absent = "<!-- rooflab:value row;nope/v01;1;tflops;0 -->7<!-- /rooflab:value -->";
-        assert_eq!(fill_values(absent, &r).unwrap(), absent);
+        assert_eq!(fill_values(absent, &r, Path::new(".")).unwrap(), absent);
         // A row the run has, without the figure (no twin measured): the text stays too.
         assert!(row.rust_vs_twin.is_none());
         let unmeasured = format!(
             "<!-- rooflab:value row;{};{};{};rust_vs_twin;3 -->0.950<!-- /rooflab:value -->",
             row.name, row.shape, row.note
         );
-        assert_eq!(fill_values(&unmeasured, &r).unwrap(), unmeasured);
+        assert_eq!(fill_values(&unmeasured, &r, Path::new(".")).unwrap(), unmeasured);
         let wrong = format!(
             "<!-- rooflab:value row;{};{};{};speed;0 -->7<!-- /rooflab:value -->",
             row.name, row.shape, row.note
         );
-        let err = fill_values(&wrong, &r).unwrap_err().to_string();
+        let err = fill_values(&wrong, &r, Path::new(".")).unwrap_err().to_string();
         assert!(err.contains("unknown row field"), "{err}");
-        assert!(fill_values("<!-- rooflab:value row;a -->1<!-- /rooflab:value -->", &r).is_err());
+        assert!(fill_values("<!-- rooflab:value row;a -->1<!-- /rooflab:value -->", &r, Path::new(".")).is_err());
         // Ceilings too.
         let c = &r.ceilings.as_ref().unwrap().rows[0];
         let key = format!("ceiling;{};value;0", c.resource);
         let text = format!("<!-- rooflab:value {key} -->x<!-- /rooflab:value -->");
         assert!(
-            fill_values(&text, &r)
+            fill_values(&text, &r, Path::new("."))
                 .unwrap()
                 .contains(&format!("-->{:.0}<", c.value))
         );

@@ -25,9 +25,8 @@
 //!
 //! Expected bound: DRAM, as v03/v04 (one block per row is v07 with c = 1). Measured
 //! (2026-12-06, 1024×32768): slower than v06, on the H100 (LayerNorm f32 127.7 µs against
-//! 112.4, bf16 97.0 against 64.5) and the H200 (112.9 against 95.6, 87.3 against 55.7):
-//! 56-64 registers a thread hold it to 50% occupancy. `auto` keeps v06
-//! (`docs/07-normalization.md`).
+//! 112.4, bf16 97.0 against 64.5; the H200 in the same order): 56-64 registers a thread
+//! hold it to half the SM's threads. `auto` keeps v06 (`docs/07-normalization.md`).
 
 pub use crate::cluster_row::{
     HEADER_BYTES, MAX_CLUSTER, PARTIAL_OFFSET, REG_TARGET_SLICE, reg_block_threads,

@@ -26,9 +26,9 @@
 //!
 //! Expected bound: DRAM, as v05 (one block per row is v08 with c = 1). Measured
 //! (2026-12-06, 2048×32768): slower than v07, on the H100 (f32 230.3 µs against 199.0, bf16
-//! 160.5 against 107.6) and the H200 (188.9 against 161.3, 139.7 against 86.4): 47-49
-//! registers a thread leave an SM half its threads (50% occupancy), and each block's
-//! one-shot loads are all its bytes in flight. `auto` keeps v07 (`docs/06-softmax.md`).
+//! 160.5 against 107.6; the H200 in the same order): 47-49 registers a thread leave an SM
+//! half its threads, and each block's one-shot loads are all its bytes in flight. `auto`
+//! keeps v07 (`docs/06-softmax.md`).
 
 pub use crate::cluster_row::{
     HEADER_BYTES, MAX_CLUSTER, PARTIAL_OFFSET, REG_TARGET_SLICE, reg_block_threads,

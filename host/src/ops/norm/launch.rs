@@ -311,7 +311,7 @@ const _: () = assert!(AUTO_SHORT_MAX_COLS <= v05_rows_per_warp::MAX_COLS);
 /// otherwise. The same in both kinds and dtypes. Not v07 (the slices in registers): it
 /// measured slower than v06 at every length of the sweep, on the H100 (2026-12-06,
 /// `docs/runs/2026-12-06-h100-1201-softmax-norm-no-peer.json`: LayerNorm bf16 1024×32768
-/// 97.0 µs against 64.5) and the H200 (87.3 against 55.7), its 56-64 registers holding it to
+/// 97.0 µs against 64.5) and in the same order on the H200, its 56-64 registers holding it to
 /// half the SM's threads (`docs/07-normalization.md`).
 ///
 /// Which step suits which lengths (the H200's sweep, `docs/07-normalization.md`): v04 holds

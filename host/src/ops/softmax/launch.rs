@@ -245,9 +245,8 @@ impl Variant {
 ///
 /// Not v08 (the cluster's slices in registers): it measured slower than v07 at every row it
 /// takes, on the H100 (2026-12-06, `docs/runs/2026-12-06-h100-1201-softmax-norm-no-peer.json`,
-/// 2048×32768: f32 230.3 µs against 199.0, bf16 160.5 against 107.6) and the H200 (f32 188.9
-/// against 161.3, bf16 139.7 against 86.4), its registers holding it to half the SM's threads
-/// (`docs/06-softmax.md`).
+/// 2048×32768: f32 230.3 µs against 199.0, bf16 160.5 against 107.6) and in the same order
+/// on the H200, its registers holding it to half the SM's threads (`docs/06-softmax.md`).
 pub fn auto_choice(cols: usize, clusters: bool) -> Variant {
     if cols <= WARP_ROW_MAX_COLS as usize {
         Variant::V06RowsPerWarp
