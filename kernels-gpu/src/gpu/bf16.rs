@@ -64,6 +64,66 @@ pub unsafe fn store16(p: *mut u8, v: [u32; 4]) {
     };
 }
 
+/// An L2 eviction priority for `.L2::cache_hint` accesses, made by `createpolicy.fractional`
+/// (sm_80 and newer). A kernel that reads the same bytes twice, moments apart, marks the first
+/// read `evict_last` so that L2 keeps them against the stream of other traffic, and the last
+/// read and its output `evict_first` so that they leave first.
+#[derive(Clone, Copy)]
+pub struct L2Policy(u64);
+
+impl L2Policy {
+    /// Lines touched under this policy are evicted after all others.
+    #[inline(always)]
+    pub fn evict_last() -> Self {
+        let p: u64;
+        // SAFETY: pure: builds a 64-bit policy value, touches no memory.
+        unsafe {
+            asm!("createpolicy.fractional.L2::evict_last.b64 {0}, 1.0;", out(reg64) p,
+                 options(pure, nomem, nostack))
+        };
+        Self(p)
+    }
+    /// Lines touched under this policy are evicted before all others.
+    #[inline(always)]
+    pub fn evict_first() -> Self {
+        let p: u64;
+        // SAFETY: as in `evict_last`.
+        unsafe {
+            asm!("createpolicy.fractional.L2::evict_first.b64 {0}, 1.0;", out(reg64) p,
+                 options(pure, nomem, nostack))
+        };
+        Self(p)
+    }
+}
+
+/// `load16_nc` with an L2 eviction policy (`ld.global.nc.L2::cache_hint.v4.u32`).
+#[inline(always)]
+pub unsafe fn load16_nc_hint(p: *const u8, policy: L2Policy) -> [u32; 4] {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    // SAFETY: as in `load16_nc`; the policy is a hint and changes no value.
+    unsafe {
+        asm!(
+            "ld.global.nc.L2::cache_hint.v4.u32 {{{0}, {1}, {2}, {3}}}, [{4}], {5};",
+            out(reg32) a, out(reg32) b, out(reg32) c, out(reg32) d, in(reg64) p,
+            in(reg64) policy.0, options(readonly, nostack, pure)
+        )
+    };
+    [a, b, c, d]
+}
+
+/// `store16` with an L2 eviction policy (`st.global.L2::cache_hint.v4.u32`).
+#[inline(always)]
+pub unsafe fn store16_hint(p: *mut u8, v: [u32; 4], policy: L2Policy) {
+    // SAFETY: as in `store16`.
+    unsafe {
+        asm!(
+            "st.global.L2::cache_hint.v4.u32 [{0}], {{{1}, {2}, {3}, {4}}}, {5};",
+            in(reg64) p, in(reg32) v[0], in(reg32) v[1], in(reg32) v[2], in(reg32) v[3],
+            in(reg64) policy.0, options(nostack)
+        )
+    };
+}
+
 /// An element type as stored in global memory; all arithmetic happens in f32.
 pub trait Storage: Copy {
     /// Elements in one 16-byte vector (4 for f32, 8 for bf16).
@@ -81,8 +141,14 @@ pub trait Storage: Copy {
     /// The `PER16` elements of 16 raw bytes (as loaded, lowest address first) into
     /// `out[..PER16]`: how `load16` and loads from shared memory widen them.
     fn unpack16(w: [u32; 4], out: &mut [f32; 8]);
+    /// `v[..PER16]` as the 16 raw bytes `store16` writes (the inverse of `unpack16`).
+    fn pack16(v: &[f32; 8]) -> [u32; 4];
     /// `v[..PER16]` to a 16-byte-aligned address.
-    unsafe fn store16(p: *mut Self, v: &[f32; 8]);
+    #[inline(always)]
+    unsafe fn store16(p: *mut Self, v: &[f32; 8]) {
+        // SAFETY: forwarded from the caller.
+        unsafe { store16(p.cast(), Self::pack16(v)) }
+    }
 }
 
 impl Storage for f32 {
@@ -104,19 +170,8 @@ impl Storage for f32 {
         }
     }
     #[inline(always)]
-    unsafe fn store16(p: *mut f32, v: &[f32; 8]) {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            store16(
-                p.cast(),
-                [
-                    v[0].to_bits(),
-                    v[1].to_bits(),
-                    v[2].to_bits(),
-                    v[3].to_bits(),
-                ],
-            )
-        }
+    fn pack16(v: &[f32; 8]) -> [u32; 4] {
+        [v[0].to_bits(), v[1].to_bits(), v[2].to_bits(), v[3].to_bits()]
     }
 }
 
@@ -142,15 +197,13 @@ impl Storage for u16 {
         }
     }
     #[inline(always)]
-    unsafe fn store16(p: *mut u16, v: &[f32; 8]) {
-        let w = [
+    fn pack16(v: &[f32; 8]) -> [u32; 4] {
+        [
             pack2(v[0], v[1]),
             pack2(v[2], v[3]),
             pack2(v[4], v[5]),
             pack2(v[6], v[7]),
-        ];
-        // SAFETY: forwarded from the caller.
-        unsafe { store16(p.cast(), w) }
+        ]
     }
 }
 

@@ -12,9 +12,12 @@
 //! reads; v03 the row in one block's registers, 16-byte accesses; v04 the same, kept packed
 //! (rows of up to 16384); v05 a group of lanes per row (short rows, up to 512); v06 a cluster
 //! of blocks per row, in their shared memory (long rows, up to 393216; sm_90a only); v07 a
-//! cluster of blocks per row, in their registers (rows of up to 131072; sm_90a only).
-//! `norm::auto` on the host picks v05, v04, v06 (v02 where clusters are unavailable) by row
-//! length; not v07, which measured slower than v06 (H200 and H100).
+//! cluster of blocks per row, in their registers (rows of up to 131072; sm_90a only); v08 one
+//! block per row that holds nothing, statistics in one streaming pass and the normalization
+//! from L2 (any length; made for rows of 16384-32768, where v04's one 1024-thread block an SM
+//! falls off). `norm::auto` on the host picks by row length and dtype (`auto_choice`): v08 for
+//! bf16 rows of 16385-32768 and wherever v06 cannot run; not v07, which measured slower than
+//! v06 (H200 and H100).
 
 pub mod v01_two_pass;
 pub mod v02_fused_block;
@@ -23,6 +26,7 @@ pub mod v04_packed_row;
 pub mod v05_rows_per_warp;
 pub mod v06_cluster_row;
 pub mod v07_cluster_registers;
+pub mod v08_l2_reread;
 
 /// `1 / sqrt(v)` (`rsqrt.approx.f32`, relative error ~2^-23 over the normal range).
 #[cfg(target_arch = "nvptx64")]

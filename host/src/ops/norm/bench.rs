@@ -1,9 +1,9 @@
 //! norm: the bench cases, for both kinds and dtypes: the ladder up to v04 at 16384 x 4096
 //! (v05 is for shorter rows, v06 and v07 for longer ones), short rows (262144 x 128) for v02,
-//! v04 and v05, long rows (1024 x 32768) for v02, v06 and v07; and a row-length sweep at a
-//! fixed total (ladders `sweep_cols_KIND_DTYPE`: rows x cols = 2^26 for cols = 128 ..
+//! v04 and v05, long rows (1024 x 32768) for v02, v06, v07 and v08; and a row-length sweep at
+//! a fixed total (ladders `sweep_cols_KIND_DTYPE`: rows x cols = 2^26 for cols = 128 ..
 //! 262144) of v05 (up to its 512), v04 (up to `ROW_MAX_COLS`), v06 and v07 (from 8192 up to
-//! their max) and v02 (any length), drawn as one line per step over cols by the report.
+//! their max), v02 and v08 (any length), drawn as one line per step over cols by the report.
 
 use super::launch::{Kind, LADDER, NormArgs, Variant, norm};
 use super::tests::{EPS, check};
@@ -70,11 +70,12 @@ pub const SWEEP_TOTAL: usize = 1 << 26;
 /// is that point; not 32768: the long-row shape's length (a name and a shape name one row).
 pub const SWEEP_COLS: [usize; 8] = [128, 256, 512, 1024, 8192, 16384, 65536, 262144];
 /// The steps the sweep draws, each at the lengths [`sweeps`] gives it.
-pub const SWEEP_STEPS: [Variant; 5] = [
+pub const SWEEP_STEPS: [Variant; 6] = [
     Variant::V05RowsPerWarp,
     Variant::V04PackedRow,
     Variant::V07ClusterRegisters,
     Variant::V06ClusterRow,
+    Variant::V08L2Reread,
     Variant::V02FusedBlock,
 ];
 /// The shortest row the sweep runs the cluster steps at: where v04 starts to fall off (below, 8 blocks
@@ -130,7 +131,7 @@ pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
     for v in [Variant::V02FusedBlock, Variant::V04PackedRow, short] {
         plan.push((true, rows_at(SHORT_COLS), SHORT_COLS, v));
     }
-    for v in [Variant::V02FusedBlock, long[0], long[1]] {
+    for v in [Variant::V02FusedBlock, long[0], long[1], Variant::V08L2Reread] {
         plan.push((true, rows_at(LONG_COLS), LONG_COLS, v));
     }
     if !quick && size.is_none() {
@@ -207,9 +208,9 @@ mod unit_tests {
         for k in Kind::ALL {
             for dt in Dtype::ALL {
                 let sweep: Vec<&Case> = c.iter().filter(|c| c.ladder == sweep_ladder(k, dt)).collect();
-                // v02 at every length (8), v05 up to 512 (3), v04 up to ROW_MAX_COLS (6), v06
-                // from 8192 (4), v07 from 8192 to 131072 (3).
-                assert_eq!(sweep.len(), SWEEP_COLS.len() + 3 + 6 + 4 + 3);
+                // v02 and v08 at every length (8 each), v05 up to 512 (3), v04 up to
+                // ROW_MAX_COLS (6), v06 from 8192 (4), v07 from 8192 to 131072 (3).
+                assert_eq!(sweep.len(), 2 * SWEEP_COLS.len() + 3 + 6 + 4 + 3);
                 for case in &sweep {
                     let (r, cols) = case.shape.split_once('x').unwrap();
                     let (r, cols): (usize, usize) = (r.parse().unwrap(), cols.parse().unwrap());
@@ -231,6 +232,7 @@ mod unit_tests {
                     Variant::V05RowsPerWarp,
                     Variant::V06ClusterRow,
                     Variant::V07ClusterRegisters,
+                    Variant::V08L2Reread,
                 ] {
                     let n = sweep.iter().filter(|c| c.variant == v.row_variant(k, dt)).count();
                     assert!(n >= 3, "{}: {n} points", v.stem());
@@ -247,8 +249,8 @@ mod unit_tests {
     #[test]
     fn cases_cover_the_ladder() {
         let c = cases(true, None, 1);
-        // The ladder at 4096 without v05, v06 and v07, 3 steps at short rows, 3 at long rows.
-        assert_eq!(c.len(), 4 * (LADDER.len() - 3 + 3 + 3));
+        // The ladder at 4096 without v05, v06 and v07, 3 steps at short rows, 4 at long rows.
+        assert_eq!(c.len(), 4 * (LADDER.len() - 3 + 3 + 4));
         for k in Kind::ALL {
             for dt in Dtype::ALL {
                 for v in LADDER {
@@ -277,6 +279,13 @@ mod unit_tests {
             .unwrap();
         assert!(v07.shape.ends_with("x32768"), "{}", v07.shape);
         assert_eq!((v07.kernels[0].block_threads, v07.kernels[0].shared_bytes), (512, HEADER_BYTES));
+        // v08: a 1024-thread block a row of 32768 f32 (8 vectors a thread), 32 f32 shared.
+        let v08 = c
+            .iter()
+            .filter(|c| c.variant == "v08_l2_reread_layernorm_f32")
+            .find(|c| c.shape.ends_with("x32768"))
+            .unwrap();
+        assert_eq!((v08.kernels[0].block_threads, v08.kernels[0].shared_bytes), (1024, 128));
         // Full run: the short and long shapes hold half the ladder's elements.
         let c = cases(false, None, 1);
         assert!(c.iter().any(|c| c.shape == "262144x128"));

@@ -5,7 +5,7 @@
 use rooflab_kernels::norm::v03_fused_vectorized::{ROW_MAX_COLS, row_threads};
 use rooflab_kernels::norm::{
     v01_two_pass, v02_fused_block, v03_fused_vectorized, v04_packed_row, v05_rows_per_warp,
-    v06_cluster_row, v07_cluster_registers,
+    v06_cluster_row, v07_cluster_registers, v08_l2_reread,
 };
 
 
@@ -46,9 +46,10 @@ pub enum Variant {
     V05RowsPerWarp,
     V06ClusterRow,
     V07ClusterRegisters,
+    V08L2Reread,
 }
 
-pub const LADDER: [Variant; 7] = [
+pub const LADDER: [Variant; 8] = [
     Variant::V01TwoPass,
     Variant::V02FusedBlock,
     Variant::V03FusedVectorized,
@@ -56,6 +57,7 @@ pub const LADDER: [Variant; 7] = [
     Variant::V05RowsPerWarp,
     Variant::V06ClusterRow,
     Variant::V07ClusterRegisters,
+    Variant::V08L2Reread,
 ];
 
 /// A fused entry: `(x, w, bias, y, cols, eps)`.
@@ -86,6 +88,7 @@ pub struct Entries<T: 'static> {
     pub v06: Fused<T>,
     /// sm_90a only.
     pub v07: Fused<T>,
+    pub v08: Fused<T>,
 }
 
 impl<T> Entries<T> {
@@ -99,6 +102,7 @@ impl<T> Entries<T> {
             Variant::V05RowsPerWarp => vec![self.v05.id()],
             Variant::V06ClusterRow => vec![self.v06.id()],
             Variant::V07ClusterRegisters => vec![self.v07.id()],
+            Variant::V08L2Reread => vec![self.v08.id()],
         }
     }
 }
@@ -125,6 +129,7 @@ impl NormElem for f32 {
         v05: v05_rows_per_warp::norm_v05_rows_per_warp_layernorm_f32,
         v06: v06_cluster_row::norm_v06_cluster_row_layernorm_f32,
         v07: v07_cluster_registers::norm_v07_cluster_registers_layernorm_f32,
+        v08: v08_l2_reread::norm_v08_l2_reread_layernorm_f32,
     };
     const RMSNORM: Entries<f32> = Entries {
         v01_stats: v01_two_pass::norm_v01_two_pass_stats_rmsnorm_f32,
@@ -135,6 +140,7 @@ impl NormElem for f32 {
         v05: v05_rows_per_warp::norm_v05_rows_per_warp_rmsnorm_f32,
         v06: v06_cluster_row::norm_v06_cluster_row_rmsnorm_f32,
         v07: v07_cluster_registers::norm_v07_cluster_registers_rmsnorm_f32,
+        v08: v08_l2_reread::norm_v08_l2_reread_rmsnorm_f32,
     };
 }
 
@@ -148,6 +154,7 @@ impl NormElem for u16 {
         v05: v05_rows_per_warp::norm_v05_rows_per_warp_layernorm_bf16,
         v06: v06_cluster_row::norm_v06_cluster_row_layernorm_bf16,
         v07: v07_cluster_registers::norm_v07_cluster_registers_layernorm_bf16,
+        v08: v08_l2_reread::norm_v08_l2_reread_layernorm_bf16,
     };
     const RMSNORM: Entries<u16> = Entries {
         v01_stats: v01_two_pass::norm_v01_two_pass_stats_rmsnorm_bf16,
@@ -158,6 +165,7 @@ impl NormElem for u16 {
         v05: v05_rows_per_warp::norm_v05_rows_per_warp_rmsnorm_bf16,
         v06: v06_cluster_row::norm_v06_cluster_row_rmsnorm_bf16,
         v07: v07_cluster_registers::norm_v07_cluster_registers_rmsnorm_bf16,
+        v08: v08_l2_reread::norm_v08_l2_reread_rmsnorm_bf16,
     };
 }
 
@@ -171,7 +179,7 @@ impl Variant {
             Variant::V05RowsPerWarp => Some(v05_rows_per_warp::MAX_COLS),
             Variant::V06ClusterRow => Some(v06_cluster_row::MAX_COLS),
             Variant::V07ClusterRegisters => Some(v07_cluster_registers::MAX_COLS),
-            Variant::V01TwoPass | Variant::V02FusedBlock => None,
+            Variant::V01TwoPass | Variant::V02FusedBlock | Variant::V08L2Reread => None,
         }
     }
 
@@ -198,7 +206,7 @@ impl Variant {
                 self.stem(),
                 v06_cluster_row::MAX_CLUSTER,
                 max / v06_cluster_row::MAX_CLUSTER,
-                Variant::V02FusedBlock.stem()
+                Variant::V08L2Reread.stem()
             ),
             Variant::V07ClusterRegisters => format!(
                 "do not fit in a cluster's registers ({} holds at most {max}: {} blocks × \
@@ -208,14 +216,14 @@ impl Variant {
                 v07_cluster_registers::MAX_CLUSTER,
                 Variant::V06ClusterRow.stem(),
                 v06_cluster_row::MAX_COLS,
-                Variant::V02FusedBlock.stem()
+                Variant::V08L2Reread.stem()
             ),
             _ => format!(
                 "do not fit on chip (this variant holds at most {max}); use norm::auto, {} for \
                  rows of up to {} (sm_90a), or {} (any length)",
                 Variant::V06ClusterRow.stem(),
                 v06_cluster_row::MAX_COLS,
-                Variant::V02FusedBlock.stem()
+                Variant::V08L2Reread.stem()
             ),
         };
         Err(Error::Shape {
@@ -251,7 +259,7 @@ impl Variant {
     /// (threads a block, dynamic shared bytes) of every kernel of the variant for rows of
     /// `cols` in `dt`: v03's and v04's block follows the row, v05 runs `BLOCK_THREADS` a
     /// block, v06's block follows its slice of the row, which it keeps in shared memory, v07's
-    /// its slice in registers.
+    /// its slice in registers, v08's the row (`MIN_UNITS` vectors a thread, up to 1024).
     pub fn block_shape(self, dt: Dtype, cols: u32) -> (u32, u32) {
         match self {
             Variant::V01TwoPass => (v01_two_pass::BLOCK_THREADS, v01_two_pass::SHARED_BYTES),
@@ -262,6 +270,10 @@ impl Variant {
             Variant::V03FusedVectorized => (row_threads(cols), v03_fused_vectorized::SHARED_BYTES),
             Variant::V04PackedRow => (row_threads(cols), v04_packed_row::SHARED_BYTES),
             Variant::V05RowsPerWarp => (v05_rows_per_warp::BLOCK_THREADS, 0),
+            Variant::V08L2Reread => (
+                v08_l2_reread::block_threads(cols, dt.size() as u32),
+                v08_l2_reread::SHARED_BYTES,
+            ),
             Variant::V06ClusterRow | Variant::V07ClusterRegisters => {
                 let g = Geometry::chosen(cols, dt.size() as u32, self.keep());
                 (g.threads, g.shared_bytes)
@@ -304,28 +316,44 @@ pub struct NormArgs<'a> {
 pub const AUTO_SHORT_MAX_COLS: u32 = 256;
 const _: () = assert!(AUTO_SHORT_MAX_COLS <= v05_rows_per_warp::MAX_COLS);
 
-/// What `auto` runs for rows of `cols`: a group of lanes per row up to `AUTO_SHORT_MAX_COLS`
-/// (256), the row in one block's registers (v04) up to `ROW_MAX_COLS` (16384), a cluster per
-/// row in shared memory (v06) up to its `MAX_COLS` (393216) where the GPU has clusters
-/// (`clusters`: sm_90a, see [`clusters_available`]), and v02 (a block per row, any length)
-/// otherwise. The same in both kinds and dtypes. Not v07 (the slices in registers): it
-/// measured slower than v06 at every length of the sweep, on the H100 (2026-12-06,
-/// `docs/runs/2026-12-06-h100-1201-softmax-norm-no-peer.json`: LayerNorm bf16 1024×32768
-/// 97.0 µs against 64.5) and in the same order on the H200, its 56-64 registers holding it to
-/// half the SM's threads (`docs/07-normalization.md`).
+/// The longest bf16 rows `auto` gives v08 (the row read twice, the second time from L2) rather
+/// than v06: measured on the H100 (2026-12-07, `docs/runs/2026-12-07-h100-0118-norm-v08.json`),
+/// at 1024×32768 bf16 v08 led v06 in both kinds (LayerNorm 53.1 µs against 61.7, RMSNorm 50.0
+/// against 56.5) and at 4096×16384 it led v04 in LayerNorm (97.6 against 121.2); in f32 at
+/// 32768 it tied v06 in LayerNorm and trailed it in RMSNorm (111.6 against 105.5), and past
+/// 32768 (1024×65536, 256×262144) v06 led in every kind: narrowly in bf16 (LayerNorm
+/// 1024×65536 115.7 against 117.6), by far in f32 (217.3 against 268.4), whose two resident
+/// rows an SM (2 × 256 KiB × 132 SMs) outgrow L2 there, so the second pass reads DRAM again.
+/// bf16 rows of up to 16384 stay with v04, which led in RMSNorm there (91.5 against 95.1).
+pub const AUTO_L2_MAX_COLS_BF16: u32 = 32768;
+
+/// What `auto` runs for rows of `cols` of `dt`: a group of lanes per row up to
+/// `AUTO_SHORT_MAX_COLS` (256), the row in one block's registers (v04) up to `ROW_MAX_COLS`
+/// (16384), then for bf16 up to `AUTO_L2_MAX_COLS_BF16` (32768) the row streamed twice (v08),
+/// a cluster per row in shared memory (v06) up to its `MAX_COLS` (393216) where the GPU has
+/// clusters (`clusters`: sm_90a, see [`clusters_available`]), and v08 (a block per row, any
+/// length, the second read from L2 while the rows fit there) otherwise: it took 113.9 µs for
+/// f32 LayerNorm at 1024×32768 on the H100, where v02, the other any-length step, took 238.9
+/// (`docs/runs/2026-12-06-h100-1201-softmax-norm-no-peer.json`). The same in both kinds. Not
+/// v07 (the slices in registers): it measured slower than v06 at every length of the sweep,
+/// on the H100 (2026-12-06, `docs/runs/2026-12-06-h100-1201-softmax-norm-no-peer.json`:
+/// LayerNorm bf16 1024×32768 97.0 µs against 64.5) and in the same order on the H200, its
+/// 56-64 registers holding it to half the SM's threads (`docs/07-normalization.md`).
 ///
 /// Which step suits which lengths (the H200's sweep, `docs/07-normalization.md`): v04 holds
 /// the roof from 1024 to 8192 columns and falls off at 128 (a block per short row) and at
-/// 16384 (1024-thread blocks); v05 is for the short rows, v06 for the long ones.
-pub fn auto_choice(cols: usize, clusters: bool) -> Variant {
+/// 16384 (1024-thread blocks); v05 is for the short rows, v06 and v08 for the long ones.
+pub fn auto_choice(cols: usize, dt: Dtype, clusters: bool) -> Variant {
     if cols <= AUTO_SHORT_MAX_COLS as usize {
         Variant::V05RowsPerWarp
     } else if cols <= ROW_MAX_COLS as usize {
         Variant::V04PackedRow
+    } else if dt == Dtype::Bf16 && cols <= AUTO_L2_MAX_COLS_BF16 as usize {
+        Variant::V08L2Reread
     } else if clusters && cols <= v06_cluster_row::MAX_COLS as usize {
         Variant::V06ClusterRow
     } else {
-        Variant::V02FusedBlock
+        Variant::V08L2Reread
     }
 }
 
@@ -348,7 +376,7 @@ pub fn auto(
 ) -> Result<Variant> {
     // Only rows past v04's limit depend on the GPU.
     let clusters = cols > ROW_MAX_COLS as usize && clusters_available(gpu)?;
-    let v = auto_choice(cols, clusters);
+    let v = auto_choice(cols, a.x.dtype(), clusters);
     norm(gpu, v, k, rows, cols, a, y, None)?;
     Ok(v)
 }
@@ -445,6 +473,7 @@ fn launch<T: NormElem>(
             Variant::V02FusedBlock => gpu.launch(e.v02, cfg, (x, w, bias, yv, c, eps)),
             Variant::V03FusedVectorized => gpu.launch(e.v03, cfg, (x, w, bias, yv, c, eps)),
             Variant::V04PackedRow => gpu.launch(e.v04, cfg, (x, w, bias, yv, c, eps)),
+            Variant::V08L2Reread => gpu.launch(e.v08, cfg, (x, w, bias, yv, c, eps)),
             Variant::V05RowsPerWarp => {
                 let lanes = v05_rows_per_warp::row_lanes(c, T::DTYPE.size() as u32) as u64;
                 let cfg = LaunchConfig::for_threads(op, rows as u64 * lanes, b)?;
@@ -476,27 +505,41 @@ mod unit_tests {
     #[test]
     fn auto_picks_by_row_length() {
         for clusters in [true, false] {
-            assert_eq!(auto_choice(1, clusters), Variant::V05RowsPerWarp);
-            assert_eq!(auto_choice(128, clusters), Variant::V05RowsPerWarp);
-            assert_eq!(auto_choice(256, clusters), Variant::V05RowsPerWarp);
-            assert_eq!(auto_choice(257, clusters), Variant::V04PackedRow);
-            assert_eq!(auto_choice(512, clusters), Variant::V04PackedRow);
-            assert_eq!(auto_choice(4096, clusters), Variant::V04PackedRow);
-            assert_eq!(auto_choice(16384, clusters), Variant::V04PackedRow);
-            assert_eq!(auto_choice(393217, clusters), Variant::V02FusedBlock);
+            for dt in Dtype::ALL {
+                assert_eq!(auto_choice(1, dt, clusters), Variant::V05RowsPerWarp);
+                assert_eq!(auto_choice(128, dt, clusters), Variant::V05RowsPerWarp);
+                assert_eq!(auto_choice(256, dt, clusters), Variant::V05RowsPerWarp);
+                assert_eq!(auto_choice(257, dt, clusters), Variant::V04PackedRow);
+                assert_eq!(auto_choice(512, dt, clusters), Variant::V04PackedRow);
+                assert_eq!(auto_choice(4096, dt, clusters), Variant::V04PackedRow);
+                assert_eq!(auto_choice(16384, dt, clusters), Variant::V04PackedRow);
+                assert_eq!(auto_choice(393217, dt, clusters), Variant::V08L2Reread);
+                assert_eq!(auto_choice(1 << 20, dt, clusters), Variant::V08L2Reread);
+            }
         }
-        // Long rows: the shared-memory cluster step on sm_90a (never v07, measured slower),
-        // v02 (any length) elsewhere.
-        for cols in [16385, 32768, 131072, 131073, 262144, 262145, 393216] {
-            assert_eq!(auto_choice(cols, true), Variant::V06ClusterRow, "{cols}");
-            assert_eq!(auto_choice(cols, false), Variant::V02FusedBlock);
+        // bf16 rows that two an SM still fit in L2: the L2 re-read step, clusters or not.
+        for cols in [16385, 32768] {
+            for clusters in [true, false] {
+                assert_eq!(auto_choice(cols, Dtype::Bf16, clusters), Variant::V08L2Reread);
+            }
+        }
+        // Other long rows: the shared-memory cluster step on sm_90a (never v07, measured
+        // slower), v08 (any length) elsewhere.
+        for cols in [16385, 32768, 32769, 131072, 131073, 262144, 262145, 393216] {
+            assert_eq!(auto_choice(cols, Dtype::F32, true), Variant::V06ClusterRow, "{cols}");
+            assert_eq!(auto_choice(cols, Dtype::F32, false), Variant::V08L2Reread);
+            if cols > AUTO_L2_MAX_COLS_BF16 as usize {
+                assert_eq!(auto_choice(cols, Dtype::Bf16, true), Variant::V06ClusterRow);
+                assert_eq!(auto_choice(cols, Dtype::Bf16, false), Variant::V08L2Reread);
+            }
         }
         // Whatever auto picks takes the row, in every kind and dtype.
-        for cols in [1, 256, 257, 16384, 16385, 131072, 131073, 393216, 393217, 1 << 20] {
+        for cols in [1, 256, 257, 16384, 16385, 32768, 32769, 131072, 131073, 393216, 393217, 1 << 20]
+        {
             for clusters in [true, false] {
                 for k in Kind::ALL {
                     for dt in Dtype::ALL {
-                        auto_choice(cols, clusters).check_cols(k, dt, cols).unwrap();
+                        auto_choice(cols, dt, clusters).check_cols(k, dt, cols).unwrap();
                     }
                 }
             }
@@ -609,7 +652,7 @@ mod unit_tests {
                 && e.contains(&format!("rows of {}", MAX_COLS + 1))
                 && e.contains(&MAX_COLS.to_string())
                 && e.contains("auto")
-                && e.contains(Variant::V02FusedBlock.stem()),
+                && e.contains(Variant::V08L2Reread.stem()),
             "{e}"
         );
         // v04's refusal names the way out for long rows too.
@@ -655,6 +698,28 @@ mod unit_tests {
                 && e.contains(Variant::V06ClusterRow.stem()),
             "{e}"
         );
+    }
+
+    /// v08: `MIN_UNITS` vectors a thread, whole warps, up to 1024 threads (longer rows: more
+    /// steps a thread); any length is taken.
+    #[test]
+    fn l2_reread_block_follows_the_row() {
+        use v08_l2_reread::{MAX_THREADS, MIN_UNITS, SHARED_BYTES, block_threads};
+        assert_eq!(block_threads(1, 4), 32);
+        assert_eq!(block_threads(16384, 2), 512);
+        assert_eq!(block_threads(32768, 4), 1024);
+        assert_eq!(block_threads(1 << 20, 2), MAX_THREADS);
+        for cols in [1u32, 7, 1001, 4096, 16385, 32768, 262145] {
+            for e in [4u32, 2] {
+                let b = block_threads(cols, e);
+                assert!(b.is_multiple_of(32) && b <= MAX_THREADS, "{cols}");
+                assert!(b == MAX_THREADS || b * MIN_UNITS * (16 / e) >= cols, "{cols} {e}");
+            }
+        }
+        let v = Variant::V08L2Reread;
+        assert_eq!(v.block_shape(Dtype::F32, 32768), (1024, SHARED_BYTES));
+        assert_eq!(v.max_cols(), None);
+        v.check_cols(Kind::LayerNorm, Dtype::Bf16, 1 << 24).unwrap();
     }
 
     #[test]

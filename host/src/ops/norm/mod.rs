@@ -1,9 +1,10 @@
 //! Family `norm` on the host: LayerNorm and RMSNorm over the last dimension of rows x cols,
-//! f32 or bf16, weight (and bias for LayerNorm) per column, eps a parameter. Seven variants
-//! and [`auto`], which picks one by row length and GPU: v05 (a group of lanes per row) up to
-//! 256 elements, v04 (a block's registers) up to 16384, v07 (a cluster of blocks, their
-//! registers; sm_90a only) up to 131072, v06 (a cluster of blocks, their shared memory;
-//! sm_90a only) up to 393216, v02 (a block per row, any length) beyond or without clusters.
+//! f32 or bf16, weight (and bias for LayerNorm) per column, eps a parameter. Eight variants
+//! and [`auto`], which picks one by row length, dtype and GPU: v05 (a group of lanes per row)
+//! up to 256 elements, v04 (a block's registers) up to 16384, for bf16 v08 (a block per row,
+//! the row read twice, the second time from L2) up to 32768, v06 (a cluster of blocks, their
+//! shared memory; sm_90a only) up to 393216, and v08 beyond or without clusters. Not v07 (a
+//! cluster of blocks, their registers; sm_90a only, up to 131072): it measured slower than v06.
 //! v03-v07 refuse rows longer than they hold, saying what takes them.
 //!
 //! Variance is two-pass around the mean in every variant (see `kernels-gpu/src/norm/mod.rs`;

@@ -194,21 +194,23 @@ pub const CLUSTER_SHAPES: [(usize, usize); 9] = [
     (2, v06_cluster_row::MAX_COLS as usize),
 ];
 
-/// The shapes `v` is checked at: `TEST_SHAPES` up to its longest row, plus its own (v06 and
-/// v07, which take every length up to their max, at `auto`'s shapes: the short ones
-/// included).
+/// The shapes `v` is checked at: `TEST_SHAPES` up to its longest row, plus its own (v06, v07
+/// and v08, which take every length up to their max, or any, at `auto`'s shapes: the short
+/// ones included).
 pub fn shapes_of(v: Variant) -> Vec<(usize, usize)> {
     let all = match v {
         Variant::V05RowsPerWarp => [&TEST_SHAPES[..], &WARP_ROW_SHAPES].concat(),
-        Variant::V06ClusterRow | Variant::V07ClusterRegisters => auto_shapes(),
+        Variant::V06ClusterRow | Variant::V07ClusterRegisters | Variant::V08L2Reread => {
+            auto_shapes()
+        }
         _ => TEST_SHAPES.to_vec(),
     };
     let max = v.max_cols().map_or(usize::MAX, |m| m as usize);
     all.into_iter().filter(|&(_, cols)| cols <= max).collect()
 }
 
-/// The shapes `auto` is checked at: every variant's, both sides of its v05/v04 switch, and
-/// v05's limit plus one.
+/// The shapes `auto` is checked at: every variant's, both sides of its v05/v04 and bf16 v08/v06
+/// switches, v05's limit plus one and v06's limit plus one.
 pub fn auto_shapes() -> Vec<(usize, usize)> {
     let mut s: Vec<(usize, usize)> = TEST_SHAPES.to_vec();
     s.extend(WARP_ROW_SHAPES);
@@ -216,6 +218,9 @@ pub fn auto_shapes() -> Vec<(usize, usize)> {
     s.extend([(5, switch), (5, switch + 1)]);
     s.push((3, v05_rows_per_warp::MAX_COLS as usize + 1));
     s.extend(CLUSTER_SHAPES);
+    // Both sides of the bf16 v08/v06 switch, and past v06's limit (v08 again).
+    let l2 = super::launch::AUTO_L2_MAX_COLS_BF16 as usize;
+    s.extend([(2, l2 + 1), (1, v06_cluster_row::MAX_COLS as usize + 1)]);
     s
 }
 
@@ -270,7 +275,7 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
                         let large_mean = i % 2 == 1;
                         let ran =
                             check_with(gpu, None, k, dt, rows, cols, large_mean, seed + i as u64)?;
-                        let want = auto_choice(cols, clusters);
+                        let want = auto_choice(cols, dt, clusters);
                         if ran != want {
                             return Err(Error::Mismatch(format!(
                                 "auto ran {} for {rows}x{cols}, auto_choice says {}",
@@ -372,7 +377,7 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
                         "393217",
                         "393216",
                         "auto",
-                        Variant::V02FusedBlock.stem(),
+                        Variant::V08L2Reread.stem(),
                     ],
                 ),
                 (
@@ -480,6 +485,11 @@ mod unit_tests {
             assert!(v07.contains(&c), "v07 at {c}");
         }
         assert!(v07.iter().all(|&c| c <= max07));
+        // v08 (any length): the short rows, both sides of v04's limit, the longest.
+        let v08 = cols(&shapes_of(Variant::V08L2Reread));
+        for c in short.into_iter().chain([16385, 20000, 32768, 65537, 262145, max]) {
+            assert!(v08.contains(&c), "v08 at {c}");
+        }
         let auto = cols(&auto_shapes());
         assert!(auto.contains(&(v05_max + 1)) && auto.contains(&max));
         let rows: Vec<usize> = auto_shapes().iter().map(|s| s.0).collect();
