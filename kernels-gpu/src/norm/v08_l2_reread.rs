@@ -173,6 +173,59 @@ mod dev {
         st.n += cnt;
     }
 
+    /// One step of pass 1: units j0, j0 + b, .. (`UNROLL` of them, those < `units` unless
+    /// `FULL`, where all are) loaded with `evict_last`, then folded into `st`.
+    #[inline(always)]
+    unsafe fn step1<T: Storage, const LAYER: bool, const VEC: bool, const FULL: bool>(
+        x: *const T,
+        j0: u32,
+        b: u32,
+        units: u32,
+        st: &mut Stats,
+    ) {
+        let per = if VEC { T::PER16 } else { 1 };
+        let inside = |g: usize| FULL || j0 + g as u32 * b < units;
+        let mut raw = [[0u32; 4]; G];
+        each8(G, |g| {
+            if inside(g) {
+                // SAFETY: unit j0 + g·b < units of the row (the caller's contract when FULL).
+                raw[g] = unsafe { fetch::<T, VEC>(x, j0 + g as u32 * b, Hint::Keep) };
+            }
+        });
+        // Units of this step inside the row (>= 1: j0 < units).
+        let mut live = 0usize;
+        each8(G, |g| {
+            if inside(g) {
+                live += 1;
+            }
+        });
+        if LAYER {
+            // Groups of `vpg` units (f32: `GROUP_VECTORS_F32`, bf16: one vector, scalar: the
+            // step's units).
+            let vpg = match (VEC, T::PER16) {
+                (true, 4) => GROUP_VECTORS_F32 as usize,
+                (true, _) => 1,
+                _ => G,
+            };
+            each8(G / vpg, |h| {
+                let lo = h * vpg;
+                if lo < live {
+                    fold_group::<T, VEC>(&raw, lo, (live - lo).min(vpg), st);
+                }
+            });
+        } else {
+            let mut u = [0.0f32; 8];
+            each8(G, |g| {
+                if g < live {
+                    widen::<T, VEC>(raw[g], &mut u);
+                    for k in 0..per {
+                        st.m2 += u[k] * u[k];
+                    }
+                }
+            });
+        }
+    }
+
     #[inline(always)]
     pub unsafe fn run<T: Storage, const LAYER: bool>(
         x: *const T,
@@ -217,45 +270,21 @@ mod dev {
         // The row's first read asks L2 to keep it (pass 2 reads it again); the second read
         // and y ask to leave first, so that they do not push out rows still to be re-read.
         let mut u = [0.0f32; 8];
-        // Pass 1: the thread's (count, sum, M2) (LayerNorm) or Σx² (RMSNorm).
+        // Pass 1: the thread's (count, sum, M2) (LayerNorm) or Σx² (RMSNorm). Full steps
+        // first, whose `UNROLL` units all lie inside the row (no bounds tests and a constant
+        // count: counting each step's units in the loop held registers across the fold and
+        // spilled at 32, bf16 LayerNorm on sm_90a and f32 on sm_80), then at most one
+        // partial step.
         let mut st = Stats { n: 0.0, s: 0.0, m2: 0.0 };
         let mut j0 = t;
-        while j0 < units {
-            let mut raw = [[0u32; 4]; G];
-            each8(G, |g| {
-                let j = j0 + g as u32 * b;
-                if j < units {
-                    // SAFETY: unit j < units of the row.
-                    raw[g] = unsafe { fetch::<T, VEC>(x, j, Hint::Keep) };
-                }
-            });
-            // Units of this step inside the row (>= 1: j0 < units).
-            let live = (units - j0).div_ceil(b).min(UNROLL) as usize;
-            if LAYER {
-                // Groups of `vpg` units (f32: `GROUP_VECTORS_F32`, bf16: one vector, scalar:
-                // the step's units).
-                let vpg = match (VEC, T::PER16) {
-                    (true, 4) => GROUP_VECTORS_F32 as usize,
-                    (true, _) => 1,
-                    _ => G,
-                };
-                each8(G / vpg, |h| {
-                    let lo = h * vpg;
-                    if lo < live {
-                        fold_group::<T, VEC>(&raw, lo, (live - lo).min(vpg), &mut st);
-                    }
-                });
-            } else {
-                each8(G, |g| {
-                    if g < live {
-                        widen::<T, VEC>(raw[g], &mut u);
-                        for k in 0..per {
-                            st.m2 += u[k] * u[k];
-                        }
-                    }
-                });
-            }
+        while j0 + (UNROLL - 1) * b < units {
+            // SAFETY: units j0 .. j0 + 3b < units of the row.
+            unsafe { step1::<T, LAYER, VEC, true>(x, j0, b, units, &mut st) };
             j0 += UNROLL * b;
+        }
+        if j0 < units {
+            // SAFETY: the loads test j < units.
+            unsafe { step1::<T, LAYER, VEC, false>(x, j0, b, units, &mut st) };
         }
         let Stats { n, s, m2 } = st;
         // SAFETY: smem holds 32 f32 (SHARED_BYTES); every thread of the block calls these.
