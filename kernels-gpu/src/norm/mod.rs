@@ -35,6 +35,26 @@ pub(crate) fn rsqrt(v: f32) -> f32 {
     crate::gpu::math::rsqrt(v)
 }
 
+/// Whether a launch takes the 16-byte vector layout: x, y, weight (and LayerNorm's bias)
+/// 16-byte aligned and `cols` a whole number of vectors, else the element layout. Uniform over
+/// the grid (pointers and cols), so the branch on it is too.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub(crate) fn vector_layout<T: crate::gpu::bf16::Storage, const LAYER: bool>(
+    x: *const T,
+    w: *const T,
+    bias: *const T,
+    y: *mut T,
+    cols: u32,
+) -> bool {
+    use crate::gpu::bf16::aligned16;
+    aligned16(x)
+        && aligned16(y)
+        && aligned16(w)
+        && (!LAYER || aligned16(bias))
+        && cols.is_multiple_of(T::PER16 as u32)
+}
+
 /// What the cluster steps (v06, v07) share on the device.
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
 pub(crate) mod device {

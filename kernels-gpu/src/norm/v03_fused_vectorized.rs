@@ -31,7 +31,7 @@ pub const SHARED_BYTES: u32 = 32 * 4;
 pub use crate::row_layout::{ROW_MAX_COLS, row_threads};
 
 #[cfg(target_arch = "nvptx64")]
-use crate::gpu::bf16::{Storage, aligned16};
+use crate::gpu::bf16::Storage;
 #[cfg(target_arch = "nvptx64")]
 use crate::gpu::{block, row, shared, thread};
 #[cfg(target_arch = "nvptx64")]
@@ -51,11 +51,7 @@ unsafe fn run<T: Storage, const LAYER: bool>(
 ) {
     let off = thread::block_idx_x() as usize * cols as usize;
     let smem = shared::dynamic_shared_mem::<f32>();
-    let vec = aligned16(x)
-        && aligned16(y)
-        && aligned16(w)
-        && (!LAYER || aligned16(bias))
-        && cols.is_multiple_of(T::PER16 as u32);
+    let vec = crate::norm::vector_layout::<T, LAYER>(x, w, bias, y, cols);
     let n = cols as f32;
     let mut v = [0.0f32; 16];
     // SAFETY: the row is x[off .. off + cols] (block r < rows); row::load/store stay

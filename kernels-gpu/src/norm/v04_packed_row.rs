@@ -30,7 +30,7 @@ pub const BOUND_BLOCKS: u32 = 2;
 pub use crate::row_layout::{ROW_MAX_COLS, row_threads};
 
 #[cfg(target_arch = "nvptx64")]
-use crate::gpu::bf16::{Storage, aligned16, load16_nc};
+use crate::gpu::bf16::{Storage, load16_nc};
 #[cfg(target_arch = "nvptx64")]
 use crate::gpu::{block, shared, thread};
 #[cfg(target_arch = "nvptx64")]
@@ -50,11 +50,7 @@ unsafe fn run<T: Storage, const LAYER: bool>(
 ) {
     let off = thread::block_idx_x() as usize * cols as usize;
     let smem = shared::dynamic_shared_mem::<f32>();
-    let vec = aligned16(x)
-        && aligned16(y)
-        && aligned16(w)
-        && (!LAYER || aligned16(bias))
-        && cols.is_multiple_of(T::PER16 as u32);
+    let vec = crate::norm::vector_layout::<T, LAYER>(x, w, bias, y, cols);
     let n = cols as f32;
     let (t, b) = (thread::thread_idx_x(), thread::block_dim_x());
     // SAFETY: block r < rows: the row starts inside x and y.

@@ -48,7 +48,7 @@ pub const fn row_lanes(cols: u32, elem_bytes: u32) -> u32 {
 }
 
 #[cfg(target_arch = "nvptx64")]
-use crate::gpu::bf16::{Storage, aligned16, load16_nc};
+use crate::gpu::bf16::{Storage, load16_nc};
 #[cfg(target_arch = "nvptx64")]
 use crate::gpu::{thread, warp};
 #[cfg(target_arch = "nvptx64")]
@@ -82,12 +82,7 @@ unsafe fn run<T: Storage, const LAYER: bool>(
     let q = tid & (g - 1);
     let off = r as usize * cols as usize;
     let n = cols as f32;
-    // Uniform over the grid (pointers and cols), so the branch is too.
-    let vec = aligned16(x)
-        && aligned16(y)
-        && aligned16(w)
-        && (!LAYER || aligned16(bias))
-        && cols.is_multiple_of(T::PER16 as u32);
+    let vec = crate::norm::vector_layout::<T, LAYER>(x, w, bias, y, cols);
     if !vec {
         // SAFETY: forwarded; a live lane's row is x[off .. off + cols], r < rows.
         unsafe { scalar::<T, LAYER>(x, w, bias, y, live, off, g, q, cols, eps, n) };

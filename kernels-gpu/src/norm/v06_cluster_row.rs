@@ -55,7 +55,7 @@ mod dev {
     use super::{GROUPS, HEADER_BYTES, PARTIAL_OFFSET, slice};
     use crate::cluster_row::dev::read_unit;
     use crate::gpu::async_copy::{self, shared_addr};
-    use crate::gpu::bf16::{Storage, aligned16, load16_nc};
+    use crate::gpu::bf16::{Storage, load16_nc};
     use crate::gpu::vector::F32x4;
     use crate::gpu::{block, hopper, shared, thread};
     use crate::norm::device::chan_merge;
@@ -208,11 +208,7 @@ mod dev {
         cols: u32,
         eps: f32,
     ) {
-        let vec = aligned16(x)
-            && aligned16(y)
-            && aligned16(w)
-            && (!LAYER || aligned16(bias))
-            && cols.is_multiple_of(T::PER16 as u32);
+        let vec = crate::norm::vector_layout::<T, LAYER>(x, w, bias, y, cols);
         // SAFETY: forwarded.
         unsafe {
             if vec {

@@ -42,7 +42,7 @@ pub const SHARED_BYTES: u32 = HEADER_BYTES;
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
 mod dev {
     use super::{PARTIAL_OFFSET, slice};
-    use crate::gpu::bf16::{Storage, aligned16};
+    use crate::gpu::bf16::Storage;
     use crate::gpu::{block, hopper, row, shared, thread};
     use crate::norm::device::chan_merge;
     use crate::norm::rsqrt;
@@ -63,11 +63,7 @@ mod dev {
         let off = hopper::cluster_id_x() as usize * cols as usize + start as usize;
         // Uniform over the grid: slices start on a 16-byte vector, and with cols a whole
         // number of vectors every slice is one too.
-        let vec = aligned16(x)
-            && aligned16(y)
-            && aligned16(w)
-            && (!LAYER || aligned16(bias))
-            && cols.is_multiple_of(T::PER16 as u32);
+        let vec = crate::norm::vector_layout::<T, LAYER>(x, w, bias, y, cols);
         let base = shared::dynamic_shared_mem::<f32>();
         let (t, b) = (thread::thread_idx_x(), thread::block_dim_x());
         let p = if vec { T::PER16 as u32 } else { 1 };

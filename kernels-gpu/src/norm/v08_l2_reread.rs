@@ -74,7 +74,7 @@ pub const fn block_threads(cols: u32, elem_bytes: u32) -> u32 {
 mod dev {
     use super::{GROUP_VECTORS_F32, REREAD, UNROLL};
     use crate::gpu::bf16::{
-        L2Policy, Storage, aligned16, each8, load16_nc, load16_nc_hint, store16_hint,
+        L2Policy, Storage, each8, load16_nc, load16_nc_hint, store16_hint,
     };
     use crate::gpu::math::rcp;
     use crate::gpu::{block, shared, thread};
@@ -235,11 +235,7 @@ mod dev {
         cols: u32,
         eps: f32,
     ) {
-        let vec = aligned16(x)
-            && aligned16(y)
-            && aligned16(w)
-            && (!LAYER || aligned16(bias))
-            && cols.is_multiple_of(T::PER16 as u32);
+        let vec = crate::norm::vector_layout::<T, LAYER>(x, w, bias, y, cols);
         let off = thread::block_idx_x() as usize * cols as usize;
         // SAFETY: block r < rows: the row starts inside x and y; forwarded.
         unsafe {
