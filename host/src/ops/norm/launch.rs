@@ -327,14 +327,25 @@ const _: () = assert!(AUTO_SHORT_MAX_COLS <= v05_rows_per_warp::MAX_COLS);
 /// bf16 rows of up to 16384 stay with v04, which led in RMSNorm there (91.5 against 95.1).
 pub const AUTO_L2_MAX_COLS_BF16: u32 = 32768;
 
+/// The longest bf16 LayerNorm rows `auto` gives v04. v04's bf16 LayerNorm entry runs at its own
+/// ~40 registers (bounded to 32 it would spill, see the kernel), so past 8192 columns, where a
+/// row takes more than 512 threads, only one block fits an SM and its two block reductions
+/// are not hidden behind another block's loads: on the H100 (2026-12-07,
+/// `docs/runs/2026-12-07-h100-0118-norm-v08.json`) it took 121.2 µs at 4096×16384 against
+/// v08's 97.6 (v04 91.9 against 99.4 at 8192×8192). RMSNorm and f32 keep v04 to
+/// `ROW_MAX_COLS` (bf16 RMSNorm at 4096×16384: v04 91.5, v08 95.1; f32 level).
+pub const AUTO_REGISTER_MAX_COLS_LAYERNORM_BF16: u32 = 8192;
+const _: () = assert!(AUTO_REGISTER_MAX_COLS_LAYERNORM_BF16 <= ROW_MAX_COLS);
+
 /// What `auto` runs for rows of `cols` of `dt`: a group of lanes per row up to
 /// `AUTO_SHORT_MAX_COLS` (256), the row in one block's registers (v04) up to `ROW_MAX_COLS`
-/// (16384), then for bf16 up to `AUTO_L2_MAX_COLS_BF16` (32768) the row streamed twice (v08),
+/// (16384; bf16 LayerNorm only to `AUTO_REGISTER_MAX_COLS_LAYERNORM_BF16`, 8192), then for
+/// bf16 up to `AUTO_L2_MAX_COLS_BF16` (32768) the row streamed twice (v08),
 /// a cluster per row in shared memory (v06) up to its `MAX_COLS` (393216) where the GPU has
 /// clusters (`clusters`: sm_90a, see [`clusters_available`]), and v08 (a block per row, any
 /// length, the second read from L2 while the rows fit there) otherwise: it took 113.9 µs for
 /// f32 LayerNorm at 1024×32768 on the H100, where v02, the other any-length step, took 238.9
-/// (`docs/runs/2026-12-06-h100-1201-softmax-norm-no-peer.json`). The same in both kinds. Not
+/// (`docs/runs/2026-12-06-h100-1201-softmax-norm-no-peer.json`). Not
 /// v07 (the slices in registers): it measured slower than v06 at every length of the sweep,
 /// on the H100 (2026-12-06, `docs/runs/2026-12-06-h100-1201-softmax-norm-no-peer.json`:
 /// LayerNorm bf16 1024×32768 97.0 µs against 64.5) and in the same order on the H200, its
@@ -343,10 +354,15 @@ pub const AUTO_L2_MAX_COLS_BF16: u32 = 32768;
 /// Which step suits which lengths (the H200's sweep, `docs/07-normalization.md`): v04 holds
 /// the roof from 1024 to 8192 columns and falls off at 128 (a block per short row) and at
 /// 16384 (1024-thread blocks); v05 is for the short rows, v06 and v08 for the long ones.
-pub fn auto_choice(cols: usize, dt: Dtype, clusters: bool) -> Variant {
+pub fn auto_choice(k: Kind, cols: usize, dt: Dtype, clusters: bool) -> Variant {
+    let register_max = if k == Kind::LayerNorm && dt == Dtype::Bf16 {
+        AUTO_REGISTER_MAX_COLS_LAYERNORM_BF16
+    } else {
+        ROW_MAX_COLS
+    };
     if cols <= AUTO_SHORT_MAX_COLS as usize {
         Variant::V05RowsPerWarp
-    } else if cols <= ROW_MAX_COLS as usize {
+    } else if cols <= register_max as usize {
         Variant::V04PackedRow
     } else if dt == Dtype::Bf16 && cols <= AUTO_L2_MAX_COLS_BF16 as usize {
         Variant::V08L2Reread
@@ -376,7 +392,7 @@ pub fn auto(
 ) -> Result<Variant> {
     // Only rows past v04's limit depend on the GPU.
     let clusters = cols > ROW_MAX_COLS as usize && clusters_available(gpu)?;
-    let v = auto_choice(cols, a.x.dtype(), clusters);
+    let v = auto_choice(k, cols, a.x.dtype(), clusters);
     norm(gpu, v, k, rows, cols, a, y, None)?;
     Ok(v)
 }
@@ -505,41 +521,54 @@ mod unit_tests {
     #[test]
     fn auto_picks_by_row_length() {
         for clusters in [true, false] {
-            for dt in Dtype::ALL {
-                assert_eq!(auto_choice(1, dt, clusters), Variant::V05RowsPerWarp);
-                assert_eq!(auto_choice(128, dt, clusters), Variant::V05RowsPerWarp);
-                assert_eq!(auto_choice(256, dt, clusters), Variant::V05RowsPerWarp);
-                assert_eq!(auto_choice(257, dt, clusters), Variant::V04PackedRow);
-                assert_eq!(auto_choice(512, dt, clusters), Variant::V04PackedRow);
-                assert_eq!(auto_choice(4096, dt, clusters), Variant::V04PackedRow);
-                assert_eq!(auto_choice(16384, dt, clusters), Variant::V04PackedRow);
-                assert_eq!(auto_choice(393217, dt, clusters), Variant::V08L2Reread);
-                assert_eq!(auto_choice(1 << 20, dt, clusters), Variant::V08L2Reread);
+            for k in Kind::ALL {
+                for dt in Dtype::ALL {
+                    let c = |cols| auto_choice(k, cols, dt, clusters);
+                    assert_eq!(c(1), Variant::V05RowsPerWarp);
+                    assert_eq!(c(128), Variant::V05RowsPerWarp);
+                    assert_eq!(c(256), Variant::V05RowsPerWarp);
+                    assert_eq!(c(257), Variant::V04PackedRow);
+                    assert_eq!(c(512), Variant::V04PackedRow);
+                    assert_eq!(c(4096), Variant::V04PackedRow);
+                    assert_eq!(c(8192), Variant::V04PackedRow);
+                    // v04 to its limit, except bf16 LayerNorm (one block an SM there).
+                    let lnb = k == Kind::LayerNorm && dt == Dtype::Bf16;
+                    let past_8192 = if lnb { Variant::V08L2Reread } else { Variant::V04PackedRow };
+                    assert_eq!(c(8193), past_8192, "{k:?} {dt:?}");
+                    assert_eq!(c(16384), past_8192, "{k:?} {dt:?}");
+                    assert_eq!(c(393217), Variant::V08L2Reread);
+                    assert_eq!(c(1 << 20), Variant::V08L2Reread);
+                }
             }
         }
-        // bf16 rows that two an SM still fit in L2: the L2 re-read step, clusters or not.
-        for cols in [16385, 32768] {
-            for clusters in [true, false] {
-                assert_eq!(auto_choice(cols, Dtype::Bf16, clusters), Variant::V08L2Reread);
+        for k in Kind::ALL {
+            // bf16 rows that two an SM still fit in L2: the L2 re-read step, clusters or not.
+            for cols in [16385, 32768] {
+                for clusters in [true, false] {
+                    assert_eq!(auto_choice(k, cols, Dtype::Bf16, clusters), Variant::V08L2Reread);
+                }
             }
-        }
-        // Other long rows: the shared-memory cluster step on sm_90a (never v07, measured
-        // slower), v08 (any length) elsewhere.
-        for cols in [16385, 32768, 32769, 131072, 131073, 262144, 262145, 393216] {
-            assert_eq!(auto_choice(cols, Dtype::F32, true), Variant::V06ClusterRow, "{cols}");
-            assert_eq!(auto_choice(cols, Dtype::F32, false), Variant::V08L2Reread);
-            if cols > AUTO_L2_MAX_COLS_BF16 as usize {
-                assert_eq!(auto_choice(cols, Dtype::Bf16, true), Variant::V06ClusterRow);
-                assert_eq!(auto_choice(cols, Dtype::Bf16, false), Variant::V08L2Reread);
+            // Other long rows: the shared-memory cluster step on sm_90a (never v07, measured
+            // slower), v08 (any length) elsewhere.
+            for cols in [16385, 32768, 32769, 131072, 131073, 262144, 262145, 393216] {
+                let c = |dt, clusters| auto_choice(k, cols, dt, clusters);
+                assert_eq!(c(Dtype::F32, true), Variant::V06ClusterRow, "{cols}");
+                assert_eq!(c(Dtype::F32, false), Variant::V08L2Reread);
+                if cols > AUTO_L2_MAX_COLS_BF16 as usize {
+                    assert_eq!(c(Dtype::Bf16, true), Variant::V06ClusterRow);
+                    assert_eq!(c(Dtype::Bf16, false), Variant::V08L2Reread);
+                }
             }
         }
         // Whatever auto picks takes the row, in every kind and dtype.
-        for cols in [1, 256, 257, 16384, 16385, 32768, 32769, 131072, 131073, 393216, 393217, 1 << 20]
-        {
+        for cols in [
+            1, 256, 257, 8192, 8193, 16384, 16385, 32768, 32769, 131072, 131073, 393216, 393217,
+            1 << 20,
+        ] {
             for clusters in [true, false] {
                 for k in Kind::ALL {
                     for dt in Dtype::ALL {
-                        auto_choice(cols, dt, clusters).check_cols(k, dt, cols).unwrap();
+                        auto_choice(k, cols, dt, clusters).check_cols(k, dt, cols).unwrap();
                     }
                 }
             }

@@ -209,8 +209,8 @@ pub fn shapes_of(v: Variant) -> Vec<(usize, usize)> {
     all.into_iter().filter(|&(_, cols)| cols <= max).collect()
 }
 
-/// The shapes `auto` is checked at: every variant's, both sides of its v05/v04 and bf16 v08/v06
-/// switches, v05's limit plus one and v06's limit plus one.
+/// The shapes `auto` is checked at: every variant's, both sides of its v05/v04, bf16 LayerNorm
+/// v04/v08 and bf16 v08/v06 switches, v05's limit plus one and v06's limit plus one.
 pub fn auto_shapes() -> Vec<(usize, usize)> {
     let mut s: Vec<(usize, usize)> = TEST_SHAPES.to_vec();
     s.extend(WARP_ROW_SHAPES);
@@ -218,6 +218,9 @@ pub fn auto_shapes() -> Vec<(usize, usize)> {
     s.extend([(5, switch), (5, switch + 1)]);
     s.push((3, v05_rows_per_warp::MAX_COLS as usize + 1));
     s.extend(CLUSTER_SHAPES);
+    // Both sides of bf16 LayerNorm's v04/v08 switch.
+    let reg = super::launch::AUTO_REGISTER_MAX_COLS_LAYERNORM_BF16 as usize;
+    s.extend([(3, reg), (3, reg + 1), (2, reg + 8)]);
     // Both sides of the bf16 v08/v06 switch, and past v06's limit (v08 again).
     let l2 = super::launch::AUTO_L2_MAX_COLS_BF16 as usize;
     s.extend([(2, l2 + 1), (1, v06_cluster_row::MAX_COLS as usize + 1)]);
@@ -275,7 +278,7 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
                         let large_mean = i % 2 == 1;
                         let ran =
                             check_with(gpu, None, k, dt, rows, cols, large_mean, seed + i as u64)?;
-                        let want = auto_choice(cols, dt, clusters);
+                        let want = auto_choice(k, cols, dt, clusters);
                         if ran != want {
                             return Err(Error::Mismatch(format!(
                                 "auto ran {} for {rows}x{cols}, auto_choice says {}",
