@@ -30,6 +30,7 @@ pub mod cluster_row;
 pub mod decode;
 pub mod fused_elementwise;
 pub mod gemm;
+pub mod l2_reread;
 pub mod memory;
 pub mod norm;
 pub mod reduce;

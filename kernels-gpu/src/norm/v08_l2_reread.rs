@@ -9,12 +9,12 @@
 //! statistics, the second normalizes. Nothing is kept but a few registers a thread (launch
 //! bounds of two 1024-thread blocks an SM: at most 32 registers), so an SM runs 2048 threads
 //! of several rows in different phases. The second read is not a DRAM read: the rows
-//! resident on the GPU at once (2048 threads × `MIN_UNITS` vectors an SM, 17 MiB on 132
-//! SMs, up to 2 rows an SM at the longest rows) fit in L2, and the row was read moments
-//! before — if L2 is told so: the first read is marked `evict_last` and the second read and
-//! y `evict_first` (`createpolicy` + `.L2::cache_hint`), or the write stream and other rows'
-//! reads push the row out first (measured on the H100 without the hints: at 1024 × 32768 f32
-//! ncu showed DRAM 86% busy for 120 µs, some 75 MB more than the 268 MB minimum). This is
+//! resident on the GPU at once fit in L2, and the row was read moments before — if L2 is
+//! told so: the first read is marked `evict_last` and the second read and y `evict_first`
+//! (`createpolicy` + `.L2::cache_hint`), or the write stream and other rows' reads push the
+//! row out first (measured on the H100 without the hints: at 1024 × 32768 f32 ncu showed
+//! DRAM 86% busy for 120 µs, some 75 MB more than the 268 MB minimum). The layout, its
+//! constants and the hinted loads are `crate::l2_reread`, shared with softmax v09. This is
 //! what Inductor's generated LayerNorm does (a Welford loop reading with `evict_last`, then a
 //! second loop reading with `evict_first`). Past ~256 KiB of row per SM (2 × 128 KiB: 32768
 //! f32, 65536 bf16) the resident rows outgrow L2 and the second pass goes back to DRAM:
@@ -37,96 +37,29 @@
 
 /// Dynamic shared memory: one f32 per warp for the block reductions.
 pub const SHARED_BYTES: u32 = 32 * 4;
-/// 16-byte vectors a thread has in flight in each step of either pass (64 bytes).
-pub const UNROLL: u32 = 4;
-/// 16-byte vectors a thread has in flight in each step of the second pass (from L2).
-pub const REREAD: u32 = 2;
+/// The streaming layout (shared with softmax v09): `UNROLL` vectors a step in pass 1,
+/// `REREAD` in pass 2, `block_threads(cols, ..)` threads, launch bounds of `BOUND_BLOCKS`
+/// blocks of `MAX_THREADS` an SM (32 registers).
+pub use crate::l2_reread::{BOUND_BLOCKS, MAX_THREADS, MIN_UNITS, REREAD, UNROLL, block_threads};
 /// 16-byte vectors LayerNorm's first pass folds two-pass at a time (then merges by Chan), f32:
 /// a whole step. bf16 folds one vector (8 elements) at a time: its widened values take two
 /// registers a word, and a larger group kept them live between the group's two loops and
 /// spilled at 32 registers.
 pub const GROUP_VECTORS_F32: u32 = UNROLL;
-/// Vectors of the row a thread covers at least, while the block is below `MAX_THREADS`:
-/// one step of `UNROLL`. More threads a row would spread it thinner; fewer would leave an
-/// SM's 2048 threads holding more rows than L2 keeps between the two passes.
-pub const MIN_UNITS: u32 = UNROLL;
-/// Most threads a block.
-pub const MAX_THREADS: u32 = 1024;
-/// Launch bounds: at least two `MAX_THREADS` blocks an SM, so ptxas holds every entry to
-/// 65536 / 2048 = 32 registers and an SM runs 2048 threads.
-pub const BOUND_BLOCKS: u32 = 2;
-
-/// Threads a block for rows of `cols` (`elem_bytes` 4 or 2): `MIN_UNITS` vectors each, whole
-/// warps, 32 to `MAX_THREADS` (longer rows: more steps a thread).
-pub const fn block_threads(cols: u32, elem_bytes: u32) -> u32 {
-    let vectors = cols.div_ceil(16 / elem_bytes);
-    let t = vectors.div_ceil(MIN_UNITS).div_ceil(32) * 32;
-    if t < 32 {
-        32
-    } else if t > MAX_THREADS {
-        MAX_THREADS
-    } else {
-        t
-    }
-}
 
 #[cfg(target_arch = "nvptx64")]
 mod dev {
     use super::{GROUP_VECTORS_F32, REREAD, UNROLL};
-    use crate::gpu::bf16::{
-        L2Policy, Storage, each8, load16_nc, load16_nc_hint, store16_hint,
-    };
+    use crate::gpu::bf16::{Storage, each8, store16_hint};
     use crate::gpu::math::rcp;
     use crate::gpu::{block, shared, thread};
+    use crate::l2_reread::dev::{Hint, fetch, policy, widen};
     use crate::norm::rsqrt;
 
     const G: usize = UNROLL as usize;
     const R: usize = REREAD as usize;
     // Pass 1's LayerNorm fold splits a step's `G` vectors into whole groups.
     const _: () = assert!(G.is_multiple_of(GROUP_VECTORS_F32 as usize));
-
-    /// L2 hints: how a read asks L2 to treat the line.
-    #[derive(Clone, Copy, PartialEq)]
-    enum Hint {
-        /// None (weight and bias, read by every row, stay hot anyway).
-        Plain,
-        /// Evict last: the row's first read (pass 2 reads it again).
-        Keep,
-        /// Evict first: the row's last read, and y.
-        Leave,
-    }
-
-    /// `hint`'s policy (`createpolicy` is pure: LLVM makes each one once and keeps it).
-    #[inline(always)]
-    fn policy(hint: Hint) -> L2Policy {
-        if hint == Hint::Keep { L2Policy::evict_last() } else { L2Policy::evict_first() }
-    }
-
-    /// Unit `j` of `p` raw: a 16-byte vector (`VEC`; under `hint`) or one element widened to
-    /// f32 bits (the unaligned path takes no hint: plain loads).
-    #[inline(always)]
-    unsafe fn fetch<T: Storage, const VEC: bool>(p: *const T, j: u32, hint: Hint) -> [u32; 4] {
-        // SAFETY: the caller's contract: unit j lies inside p's cols elements (VEC: 16-byte
-        // aligned, cols a multiple of PER16).
-        unsafe {
-            let v = p.add(j as usize * T::PER16).cast();
-            match (VEC, hint) {
-                (true, Hint::Plain) => load16_nc(v),
-                (true, _) => load16_nc_hint(v, policy(hint)),
-                _ => [T::load(p.add(j as usize)).to_bits(), 0, 0, 0],
-            }
-        }
-    }
-
-    /// A raw unit's elements as f32 into `u[..per]`.
-    #[inline(always)]
-    fn widen<T: Storage, const VEC: bool>(r: [u32; 4], u: &mut [f32; 8]) {
-        if VEC {
-            T::unpack16(r, u)
-        } else {
-            u[0] = f32::from_bits(r[0])
-        }
-    }
 
     /// The thread's running LayerNorm statistics: count, sum, Σ squared deviations.
     struct Stats {

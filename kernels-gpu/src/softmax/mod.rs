@@ -12,9 +12,11 @@
 //! row in one block's registers, one read (rows of up to 16384); v06 a group of lanes per row,
 //! in registers (short rows, up to 512); v07 a cluster of 8 blocks per row, in their shared
 //! memory (long rows, up to 262144; sm_90a only); v08 a cluster per row with its slices in
-//! registers, v05's layout (up to 131072; sm_90a only). `softmax::auto` on the host picks v06,
-//! v05, v07 (v03 where clusters are unavailable) by row length; not v08, which measured
-//! slower than v07 (H200 and H100).
+//! registers, v05's layout (up to 131072; sm_90a only); v09 a block per row streamed twice, the
+//! second read from L2 under eviction hints (any length). `softmax::auto` on the host picks v06,
+//! v05, v09 for bf16 rows of up to 32768, v07 for longer ones (v09 where clusters are
+//! unavailable or past v07's limit) by row length; not v08, which measured slower than v07
+//! (H200 and H100).
 //!
 //! Also here, device-side, the softmax math every variant shares. The row-in-registers
 //! layout v05 and v06 launch with (`ROW_ITEMS` slots a thread, `row_threads` for a block,
@@ -31,6 +33,7 @@ pub mod v05_row_in_registers;
 pub mod v06_rows_per_warp;
 pub mod v07_cluster_row;
 pub mod v08_cluster_registers;
+pub mod v09_l2_reread;
 
 /// The row-in-registers layout v05 and v06 share with norm's v03 (see `crate::row_layout`).
 pub use crate::row_layout::{

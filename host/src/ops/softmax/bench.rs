@@ -1,6 +1,7 @@
-//! softmax: the bench cases: the ladder up to v05 at 16384 x 4096 (v06 is for shorter rows,
-//! v07 and v08 for longer); short rows (262144 x 128) for v03-v06; long rows (2048 x 32768)
-//! for v02, v03, v07 and v08; `auto` at each shape; and `auto`'s row-length sweep at a fixed total
+//! softmax: the bench cases: the ladder up to v05, and v09, at 16384 x 4096 (v06 is for
+//! shorter rows, v07 and v08 for longer); short rows (262144 x 128) for v03-v06; long rows
+//! (2048 x 32768) for v02, v03, v07, v08 and v09, and the longest (512 x 131072, 256 x 262144)
+//! for v07 and v09; `auto` at each shape; and `auto`'s row-length sweep at a fixed total
 //! (ladders `sweep_cols_f32` / `sweep_cols_bf16`: rows x cols = 2^26 for cols = 128 .. 262144,
 //! drawn as a line over cols by the report).
 
@@ -122,10 +123,20 @@ pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
                 Some(Variant::V03Online),
                 Some(Variant::V07ClusterRow),
                 Some(Variant::V08ClusterRegisters),
+                Some(Variant::V09L2Reread),
                 None,
             ],
         ),
     ];
+    // The longest rows: the two steps that take them, the cluster's shared memory and the L2
+    // re-read (whose resident rows outgrow L2 somewhere past 32768 f32 / 65536 bf16).
+    for (rows, cols) in [(512, 131072), (256, 262144)] {
+        plan.push((
+            "ladder",
+            scale(rows, cols),
+            vec![Some(Variant::V07ClusterRow), Some(Variant::V09L2Reread)],
+        ));
+    }
     // The row-length sweep: `auto` at a fixed total (scaled as the rest).
     for cols in SWEEP_COLS {
         plan.push(("sweep", scale(SWEEP_TOTAL / cols, cols), vec![None]));
@@ -135,7 +146,7 @@ pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
         for (kind, (rows, cols), vs) in &plan {
             let (rows, cols) = (*rows, *cols);
             for &v in vs {
-                let shown = v.unwrap_or(auto_choice(cols, true));
+                let shown = v.unwrap_or(auto_choice(cols, dt, true));
                 let c = shown.modelled(dt, rows as u64, cols as u64);
                 out.push(Case {
                     family: super::FAMILY.name,
@@ -257,7 +268,7 @@ mod unit_tests {
                 for (case, cols) in sweep.iter().zip(SWEEP_COLS) {
                     assert_eq!(case.variant, format!("auto_{}", dt.name()));
                     assert_eq!(case.shape, format!("{}x{cols}", total / cols));
-                    let want = auto_choice(cols, true);
+                    let want = auto_choice(cols, dt, true);
                     assert_eq!(case.note, format!("auto→{}", &want.stem()[..3]));
                     let t = case.torch.as_ref().unwrap();
                     assert_eq!(t.shape, vec![(total / cols) as u64, cols as u64]);

@@ -16,7 +16,9 @@ impl Variant {
     /// Modelled DRAM traffic: v01 reads x three times (plus its 2 x rows statistics written
     /// and read); v02-v04 are modelled at the minimum (their re-reads of a row hit cache for
     /// the rows benched); v05 to v08 read each row once by construction (registers, or
-    /// v07's cluster shared memory) and write it once: the minimum.
+    /// v07's cluster shared memory) and write it once: the minimum; v09 reads each row twice,
+/// the second time from L2 (its hints keep the resident rows there), so DRAM sees the
+/// minimum too.
     pub fn modelled(self, dt: Dtype, rows: u64, cols: u64) -> Cost {
         let base = cost(dt, rows, cols);
         match self {
@@ -27,7 +29,8 @@ impl Variant {
             Variant::V05RowInRegisters
             | Variant::V06RowsPerWarp
             | Variant::V07ClusterRow
-            | Variant::V08ClusterRegisters => {
+            | Variant::V08ClusterRegisters
+            | Variant::V09L2Reread => {
                 base.with_modelled(dt.bytes(2 * rows * cols))
             }
         }
@@ -50,6 +53,7 @@ mod unit_tests {
             (Variant::V07ClusterRow, 2048, 32768),
             (Variant::V07ClusterRow, 256, 262144),
             (Variant::V08ClusterRegisters, 2048, 32768),
+            (Variant::V09L2Reread, 2048, 32768),
         ] {
             for dt in Dtype::ALL {
                 let c = v.modelled(dt, rows, cols);

@@ -4,7 +4,7 @@
 use rooflab_kernels::softmax::{
     ROW_ITEMS, ROW_MAX_COLS, WARP_ROW_MAX_COLS, row_threads, v01_three_kernels, v02_block_per_row,
     v03_online, v04_warp_per_row, v05_row_in_registers, v06_rows_per_warp, v07_cluster_row,
-    v08_cluster_registers, warp_row_lanes,
+    v08_cluster_registers, v09_l2_reread, warp_row_lanes,
 };
 
 
@@ -24,9 +24,10 @@ pub enum Variant {
     V06RowsPerWarp,
     V07ClusterRow,
     V08ClusterRegisters,
+    V09L2Reread,
 }
 
-pub const LADDER: [Variant; 8] = [
+pub const LADDER: [Variant; 9] = [
     Variant::V01ThreeKernels,
     Variant::V02BlockPerRow,
     Variant::V03Online,
@@ -35,6 +36,7 @@ pub const LADDER: [Variant; 8] = [
     Variant::V06RowsPerWarp,
     Variant::V07ClusterRow,
     Variant::V08ClusterRegisters,
+    Variant::V09L2Reread,
 ];
 
 /// A one-kernel row entry: `(x, y, cols)`.
@@ -57,6 +59,7 @@ pub struct Entries<T: 'static> {
     pub v07: RowKernel<T>,
     /// sm_90a only.
     pub v08: RowKernel<T>,
+    pub v09: RowKernel<T>,
 }
 
 impl<T> Entries<T> {
@@ -75,6 +78,7 @@ impl<T> Entries<T> {
             Variant::V06RowsPerWarp => vec![self.v06.id()],
             Variant::V07ClusterRow => vec![self.v07.id()],
             Variant::V08ClusterRegisters => vec![self.v08.id()],
+            Variant::V09L2Reread => vec![self.v09.id()],
         }
     }
 }
@@ -96,6 +100,7 @@ impl SoftmaxElem for f32 {
         v06: v06_rows_per_warp::softmax_v06_rows_per_warp_f32,
         v07: v07_cluster_row::softmax_v07_cluster_row_f32,
         v08: v08_cluster_registers::softmax_v08_cluster_registers_f32,
+        v09: v09_l2_reread::softmax_v09_l2_reread_f32,
     };
 }
 
@@ -111,6 +116,7 @@ impl SoftmaxElem for u16 {
         v06: v06_rows_per_warp::softmax_v06_rows_per_warp_bf16,
         v07: v07_cluster_row::softmax_v07_cluster_row_bf16,
         v08: v08_cluster_registers::softmax_v08_cluster_registers_bf16,
+        v09: v09_l2_reread::softmax_v09_l2_reread_bf16,
     };
 }
 
@@ -142,7 +148,7 @@ impl Variant {
     /// (threads a block, dynamic shared bytes) of every kernel of the variant for rows of
     /// `cols` in `dt`: v04 and v06 run `BLOCK_THREADS` a block, v05's block follows the row,
     /// v07's follows its slice of the row, which it keeps in shared memory, v08's its slice
-    /// in registers.
+    /// in registers, v09's the row (`MIN_UNITS` vectors a thread, up to 1024).
     pub fn block_shape(self, dt: Dtype, cols: u32) -> (u32, u32) {
         match self {
             Variant::V01ThreeKernels => (
@@ -161,6 +167,10 @@ impl Variant {
                 let g = Geometry::chosen(cols, dt.size() as u32, self.keep());
                 (g.threads, g.shared_bytes)
             }
+            Variant::V09L2Reread => (
+                v09_l2_reread::block_threads(cols, dt.size() as u32),
+                v09_l2_reread::SHARED_BYTES,
+            ),
         }
     }
 
@@ -212,11 +222,11 @@ impl Variant {
             ),
             Variant::V07ClusterRow => format!(
                 "do not fit in a cluster's shared memory ({} holds at most {max}: {} blocks × \
-                 {}); use softmax::auto or {} (two reads, any length)",
+                 {}); use softmax::auto or {} (two reads, the second from L2, any length)",
                 self.stem(),
                 v07_cluster_row::MAX_CLUSTER,
                 max / v07_cluster_row::MAX_CLUSTER,
-                Variant::V03Online.stem()
+                Variant::V09L2Reread.stem()
             ),
             Variant::V08ClusterRegisters => format!(
                 "do not fit in a cluster's registers ({} holds at most {max}: {} blocks × \
@@ -228,7 +238,7 @@ impl Variant {
             ),
             _ => format!(
                 "do not fit on chip (this variant holds at most {max}); use softmax::auto or {}",
-                Variant::V03Online.stem()
+                Variant::V09L2Reread.stem()
             ),
         };
         Err(Error::Shape {
@@ -238,24 +248,37 @@ impl Variant {
     }
 }
 
-/// What `auto` runs for rows of `cols`: a group of lanes per row up to `WARP_ROW_MAX_COLS`
-/// (512), the row in one block's registers up to `ROW_MAX_COLS` (16384), a cluster per row in
-/// shared memory (v07) up to its `MAX_COLS` (262144) where the GPU has clusters (`clusters`:
-/// sm_90a, see [`clusters_available`]), the online two-read kernel otherwise.
+/// The longest bf16 rows `auto` gives v09 (the row read twice, the second time from L2) rather
+/// than v07: measured on the H100 (2026-12-07, `docs/runs/2026-12-07-h100-0527-softmax-v09.json`),
+/// at 2048×32768 bf16 v09 took 97.2 µs against v07's 106.3 (91.2% of the roof against 83.4);
+/// in f32 there v07 led (199.5 against 216.7: two resident f32 rows an SM, 2 × 128 KiB ×
+/// 132 SMs, crowd L2, and ncu counted 337 MiB read against 256), and at 131072 and 262144
+/// v07 led in both dtypes (bf16 512×131072 110.0 against 134.7).
+pub const AUTO_L2_MAX_COLS_BF16: u32 = 32768;
+
+/// What `auto` runs for rows of `cols` of `dt`: a group of lanes per row up to
+/// `WARP_ROW_MAX_COLS` (512), the row in one block's registers up to `ROW_MAX_COLS` (16384),
+/// then for bf16 up to `AUTO_L2_MAX_COLS_BF16` (32768) the row streamed twice (v09), a
+/// cluster per row in shared memory (v07) up to its `MAX_COLS` (262144) where the GPU has
+/// clusters (`clusters`: sm_90a, see [`clusters_available`]), and v09 otherwise (any length):
+/// it took 216.7 µs for f32 at 2048×32768 on the H100 where v03, the other any-length step,
+/// took 350.8 (`docs/runs/2026-12-06-h100-1201-softmax-norm-no-peer.json`).
 ///
 /// Not v08 (the cluster's slices in registers): it measured slower than v07 at every row it
 /// takes, on the H100 (2026-12-06, `docs/runs/2026-12-06-h100-1201-softmax-norm-no-peer.json`,
 /// 2048×32768: f32 230.3 µs against 199.0, bf16 160.5 against 107.6) and in the same order
 /// on the H200, its registers holding it to half the SM's threads (`docs/06-softmax.md`).
-pub fn auto_choice(cols: usize, clusters: bool) -> Variant {
+pub fn auto_choice(cols: usize, dt: Dtype, clusters: bool) -> Variant {
     if cols <= WARP_ROW_MAX_COLS as usize {
         Variant::V06RowsPerWarp
     } else if cols <= ROW_MAX_COLS as usize {
         Variant::V05RowInRegisters
+    } else if dt == Dtype::Bf16 && cols <= AUTO_L2_MAX_COLS_BF16 as usize {
+        Variant::V09L2Reread
     } else if clusters && cols <= v07_cluster_row::MAX_COLS as usize {
         Variant::V07ClusterRow
     } else {
-        Variant::V03Online
+        Variant::V09L2Reread
     }
 }
 
@@ -333,6 +356,7 @@ fn launch<T: SoftmaxElem>(
             }
             Variant::V02BlockPerRow => gpu.launch(k.v02, per_row, (xv, yv, c)),
             Variant::V03Online => gpu.launch(k.v03, per_row, (xv, yv, c)),
+            Variant::V09L2Reread => gpu.launch(k.v09, per_row, (xv, yv, c)),
             Variant::V04WarpPerRow => {
                 let cfg = LaunchConfig::for_threads(op, rows as u64 * 32, b)?;
                 gpu.launch(k.v04, cfg, (xv, yv, rows as u32, c))
@@ -366,7 +390,7 @@ fn launch<T: SoftmaxElem>(
 pub fn auto(gpu: &Gpu, rows: usize, cols: usize, x: &Buf, y: &mut Buf) -> Result<Variant> {
     // Only rows past v05's limit depend on the GPU.
     let clusters = cols > ROW_MAX_COLS as usize && clusters_available(gpu)?;
-    let v = auto_choice(cols, clusters);
+    let v = auto_choice(cols, x.dtype(), clusters);
     softmax(gpu, v, rows, cols, x, y, None)?;
     Ok(v)
 }
@@ -379,24 +403,38 @@ mod unit_tests {
     #[test]
     fn auto_picks_by_row_length() {
         for clusters in [true, false] {
-            assert_eq!(auto_choice(1, clusters), Variant::V06RowsPerWarp);
-            assert_eq!(auto_choice(128, clusters), Variant::V06RowsPerWarp);
-            assert_eq!(auto_choice(512, clusters), Variant::V06RowsPerWarp);
-            assert_eq!(auto_choice(513, clusters), Variant::V05RowInRegisters);
-            assert_eq!(auto_choice(4096, clusters), Variant::V05RowInRegisters);
-            assert_eq!(auto_choice(16384, clusters), Variant::V05RowInRegisters);
-            assert_eq!(auto_choice(262145, clusters), Variant::V03Online);
+            for dt in Dtype::ALL {
+                let c = |cols| auto_choice(cols, dt, clusters);
+                assert_eq!(c(1), Variant::V06RowsPerWarp);
+                assert_eq!(c(128), Variant::V06RowsPerWarp);
+                assert_eq!(c(512), Variant::V06RowsPerWarp);
+                assert_eq!(c(513), Variant::V05RowInRegisters);
+                assert_eq!(c(4096), Variant::V05RowInRegisters);
+                assert_eq!(c(16384), Variant::V05RowInRegisters);
+                assert_eq!(c(262145), Variant::V09L2Reread);
+                assert_eq!(c(1 << 20), Variant::V09L2Reread);
+            }
+            // bf16 rows whose resident rows stay in L2: the L2 re-read step, clusters or not.
+            for cols in [16385, 32768] {
+                assert_eq!(auto_choice(cols, Dtype::Bf16, clusters), Variant::V09L2Reread);
+            }
         }
-        // Long rows: the shared-memory cluster step on sm_90a (never v08, measured slower),
-        // the online two-read step elsewhere.
-        for cols in [16385, 32768, 131072, 131073, 262144] {
-            assert_eq!(auto_choice(cols, true), Variant::V07ClusterRow, "{cols}");
-            assert_eq!(auto_choice(cols, false), Variant::V03Online);
+        // Other long rows: the shared-memory cluster step on sm_90a (never v08, measured
+        // slower), the L2 re-read step elsewhere.
+        for cols in [16385, 32768, 32769, 131072, 131073, 262144] {
+            assert_eq!(auto_choice(cols, Dtype::F32, true), Variant::V07ClusterRow, "{cols}");
+            assert_eq!(auto_choice(cols, Dtype::F32, false), Variant::V09L2Reread);
+            if cols > AUTO_L2_MAX_COLS_BF16 as usize {
+                assert_eq!(auto_choice(cols, Dtype::Bf16, true), Variant::V07ClusterRow);
+                assert_eq!(auto_choice(cols, Dtype::Bf16, false), Variant::V09L2Reread);
+            }
         }
         // Whatever auto picks takes the row.
-        for cols in [1, 512, 513, 16384, 16385, 131072, 131073, 262144, 262145, 1 << 20] {
+        for cols in [1, 512, 513, 16384, 16385, 32768, 32769, 131072, 131073, 262144, 262145, 1 << 20] {
             for clusters in [true, false] {
-                auto_choice(cols, clusters).check_cols(Dtype::F32, cols).unwrap();
+                for dt in Dtype::ALL {
+                    auto_choice(cols, dt, clusters).check_cols(dt, cols).unwrap();
+                }
             }
         }
     }
@@ -462,6 +500,26 @@ mod unit_tests {
         );
     }
 
+    /// v09: `MIN_UNITS` vectors a thread, whole warps, up to `MAX_THREADS` (longer rows:
+    /// more steps a thread); no row is too long.
+    #[test]
+    fn l2_reread_block_covers_the_row() {
+        use v09_l2_reread::{MAX_THREADS, MIN_UNITS, SHARED_BYTES, block_threads};
+        let v = Variant::V09L2Reread;
+        for cols in [1u32, 2, 7, 8, 31, 127, 128, 129, 4097, 16384, 32768, 262145, 1 << 22] {
+            for dt in Dtype::ALL {
+                let e = dt.size() as u32;
+                let b = block_threads(cols, e);
+                assert_eq!(v.block_shape(dt, cols), (b, SHARED_BYTES));
+                assert!(b.is_multiple_of(32) && (32..=MAX_THREADS).contains(&b), "{cols}");
+                assert!(b == MAX_THREADS || b * MIN_UNITS * (16 / e) >= cols, "{cols} {e}");
+                v.check_cols(dt, cols as usize).unwrap();
+            }
+        }
+        assert_eq!(block_threads(32768, 2), 1024);
+        assert_eq!(block_threads(4096, 4), 256);
+    }
+
     /// v07: its block shape is the cluster-row geometry chosen for the row (whose slices
     /// `cluster_row`'s tests check), fits the GPU at every length up to the max, and longer
     /// rows are refused.
@@ -494,7 +552,7 @@ mod unit_tests {
                 && e.contains(&format!("rows of {}", MAX_COLS + 1))
                 && e.contains(&MAX_COLS.to_string())
                 && e.contains("auto")
-                && e.contains(Variant::V03Online.stem()),
+                && e.contains(Variant::V09L2Reread.stem()),
             "{e}"
         );
     }

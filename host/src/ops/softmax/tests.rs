@@ -143,24 +143,32 @@ pub const CLUSTER_SHAPES: [(usize, usize); 6] = [
     (3, v07_cluster_row::MAX_COLS as usize),
 ];
 
-/// The shapes `v` is checked at: `TEST_SHAPES` up to its longest row, plus its own (v07 and
-/// v08, which take every length up to their max: `auto`'s, the short ones included).
+/// The shapes `v` is checked at: `TEST_SHAPES` up to its longest row, plus its own (v07, v08
+/// and v09, which take every length up to their max: `auto`'s, the short ones included).
 pub fn shapes_of(v: Variant) -> Vec<(usize, usize)> {
     let all = match v {
         Variant::V06RowsPerWarp => [&TEST_SHAPES[..], &WARP_ROW_SHAPES].concat(),
         Variant::V07ClusterRow | Variant::V08ClusterRegisters => auto_shapes(),
+        // Any length: past v07's limit too (odd: the scalar path; and twice it).
+        Variant::V09L2Reread => {
+            let max = v07_cluster_row::MAX_COLS as usize;
+            [auto_shapes(), vec![(1, max + 1), (2, 2 * max)]].concat()
+        }
         _ => TEST_SHAPES.to_vec(),
     };
     let max = v.max_cols().map_or(usize::MAX, |m| m as usize);
     all.into_iter().filter(|&(_, cols)| cols <= max).collect()
 }
 
-/// The shapes `auto` is checked at: every variant's, and v06's limit plus one (v05's first).
+/// The shapes `auto` is checked at: every variant's, v06's limit plus one (v05's first) and
+/// the bf16 v09/v07 switch plus a vector.
 pub fn auto_shapes() -> Vec<(usize, usize)> {
     let mut s: Vec<(usize, usize)> = TEST_SHAPES.to_vec();
     s.extend(WARP_ROW_SHAPES);
     s.push((3, WARP_ROW_MAX_COLS as usize + 1));
     s.extend(CLUSTER_SHAPES);
+    // Just past the bf16 v09/v07 switch (whole vectors).
+    s.push((2, super::launch::AUTO_L2_MAX_COLS_BF16 as usize + 8));
     s
 }
 
@@ -193,7 +201,7 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
                 for (i, &(rows, cols)) in crate::testing::matrices(&auto_shapes()).iter().enumerate()
                 {
                     let ran = check(gpu, None, dt, rows, cols, Pattern::NegInf, seed + i as u64)?;
-                    let want = auto_choice(cols, clusters);
+                    let want = auto_choice(cols, dt, clusters);
                     if ran != want {
                         return Err(Error::Mismatch(format!(
                             "auto ran {} for {rows}x{cols}, auto_choice says {}",
@@ -285,7 +293,7 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
                 (v08, v08_max + 1, vec!["131073", "131072", "auto", v07.stem()]),
                 (v05, 20000, vec!["20000", "16384", "auto"]),
                 (v06, 513, vec!["513", "512", "auto", v05.stem()]),
-                (v07, 262145, vec!["262145", "262144", "auto", Variant::V03Online.stem()]),
+                (v07, 262145, vec!["262145", "262144", "auto", Variant::V09L2Reread.stem()]),
             ];
             for (v, cols, needles) in too_long {
                 for dt in Dtype::ALL {
