@@ -48,7 +48,9 @@ pub const fn block_threads(cols: u32, elem_bytes: u32) -> u32 {
 
 #[cfg(target_arch = "nvptx64")]
 pub(crate) mod dev {
-    use crate::gpu::bf16::{L2Policy, Storage, load16_nc, load16_nc_hint};
+    use super::REREAD;
+    use crate::gpu::bf16::{L2Policy, Storage, each8, load16_nc, load16_nc_hint};
+    use crate::gpu::thread;
 
     /// L2 hints: how a read asks L2 to treat the line.
     #[derive(Clone, Copy, PartialEq)]
@@ -92,6 +94,41 @@ pub(crate) mod dev {
             T::unpack16(r, u)
         } else {
             u[0] = f32::from_bits(r[0])
+        }
+    }
+
+    /// The second pass's walk over a row of `units` units: thread t takes units t, t + b, ..,
+    /// `REREAD` a step, fetching the step's units from `x` under `evict_first` first, then
+    /// calling `each(j, raw)` for each unit j < units with its raw bits.
+    ///
+    /// # Safety
+    /// `x` holds the row's `units` units (as [`fetch`]); `each` must be sound for every
+    /// unit j < units.
+    #[inline(always)]
+    pub unsafe fn reread<T: Storage, const VEC: bool>(
+        x: *const T,
+        units: u32,
+        mut each: impl FnMut(u32, [u32; 4]),
+    ) {
+        const R: usize = REREAD as usize;
+        let (t, b) = (thread::thread_idx_x(), thread::block_dim_x());
+        let mut j0 = t;
+        while j0 < units {
+            let mut raw = [[0u32; 4]; R];
+            each8(R, |g| {
+                let j = j0 + g as u32 * b;
+                if j < units {
+                    // SAFETY: unit j < units of the row (the caller's contract).
+                    raw[g] = unsafe { fetch::<T, VEC>(x, j, Hint::Leave) };
+                }
+            });
+            each8(R, |g| {
+                let j = j0 + g as u32 * b;
+                if j < units {
+                    each(j, raw[g]);
+                }
+            });
+            j0 += REREAD * b;
         }
     }
 }

@@ -49,15 +49,14 @@ pub const GROUP_VECTORS_F32: u32 = UNROLL;
 
 #[cfg(target_arch = "nvptx64")]
 mod dev {
-    use super::{GROUP_VECTORS_F32, REREAD, UNROLL};
+    use super::{GROUP_VECTORS_F32, UNROLL};
     use crate::gpu::bf16::{Storage, each8, store16_hint};
     use crate::gpu::math::rcp;
     use crate::gpu::{block, shared, thread};
-    use crate::l2_reread::dev::{Hint, fetch, policy, widen};
+    use crate::l2_reread::dev::{Hint, fetch, policy, reread, widen};
     use crate::norm::rsqrt;
 
     const G: usize = UNROLL as usize;
-    const R: usize = REREAD as usize;
     // Pass 1's LayerNorm fold splits a step's `G` vectors into whole groups.
     const _: () = assert!(G.is_multiple_of(GROUP_VECTORS_F32 as usize));
 
@@ -231,38 +230,24 @@ mod dev {
         // `REREAD` units a step: L2's latency is shorter than DRAM's, and each unit brings
         // its weight and bias vectors too.
         let (mut wt, mut bt, mut o) = ([0.0f32; 8], [0.0f32; 8], [0.0f32; 8]);
-        let mut j0 = t;
-        while j0 < units {
-            let mut raw = [[0u32; 4]; R];
-            each8(R, |g| {
-                let j = j0 + g as u32 * b;
-                if j < units {
-                    // SAFETY: as in pass 1.
-                    raw[g] = unsafe { fetch::<T, VEC>(x, j, Hint::Leave) };
+        // SAFETY: x holds the row's units; unit j of weight and bias (cols elements each),
+        // and of y's row.
+        unsafe {
+            reread::<T, VEC>(x, units, |j, raw| {
+                widen::<T, VEC>(fetch::<T, VEC>(w, j, Hint::Plain), &mut wt);
+                if LAYER {
+                    widen::<T, VEC>(fetch::<T, VEC>(bias, j, Hint::Plain), &mut bt);
                 }
-            });
-            each8(R, |g| {
-                let j = j0 + g as u32 * b;
-                if j < units {
-                    // SAFETY: unit j of weight and bias (cols elements each), and of y's row.
-                    unsafe {
-                        widen::<T, VEC>(fetch::<T, VEC>(w, j, Hint::Plain), &mut wt);
-                        if LAYER {
-                            widen::<T, VEC>(fetch::<T, VEC>(bias, j, Hint::Plain), &mut bt);
-                        }
-                        widen::<T, VEC>(raw[g], &mut u);
-                        for k in 0..per {
-                            o[k] = (u[k] - mean) * rs * wt[k] + bt[k];
-                        }
-                        if VEC {
-                            store16_hint(y.add(j as usize * T::PER16).cast(), T::pack16(&o), policy(Hint::Leave));
-                        } else {
-                            T::store(y.add(j as usize), o[0]);
-                        }
-                    }
+                widen::<T, VEC>(raw, &mut u);
+                for k in 0..per {
+                    o[k] = (u[k] - mean) * rs * wt[k] + bt[k];
                 }
-            });
-            j0 += REREAD * b;
+                if VEC {
+                    store16_hint(y.add(j as usize * T::PER16).cast(), T::pack16(&o), policy(Hint::Leave));
+                } else {
+                    T::store(y.add(j as usize), o[0]);
+                }
+            })
         }
     }
 }

@@ -34,14 +34,13 @@ pub use crate::l2_reread::{BOUND_BLOCKS, MAX_THREADS, MIN_UNITS, REREAD, UNROLL,
 
 #[cfg(target_arch = "nvptx64")]
 mod dev {
-    use super::{REREAD, UNROLL};
+    use super::UNROLL;
     use crate::gpu::bf16::{Storage, aligned16, each8, store16_hint};
     use crate::gpu::{block, shared, thread};
-    use crate::l2_reread::dev::{Hint, fetch, policy, widen};
+    use crate::l2_reread::dev::{Hint, fetch, policy, reread, widen};
     use crate::softmax::device::{exp_sub, safe_inv, safe_max};
 
     const G: usize = UNROLL as usize;
-    const R: usize = REREAD as usize;
 
     /// One step of pass 1: units j0, j0 + b, .. (`UNROLL` of them, those < `units` unless
     /// `FULL`, where all are) loaded with `evict_last`, then folded into the running max `m`
@@ -133,35 +132,20 @@ mod dev {
         };
         // Pass 2: the row again (from L2), normalized into y, `REREAD` units a step.
         let (mut u, mut o) = ([0.0f32; 8], [0.0f32; 8]);
-        let mut j0 = t;
-        while j0 < units {
-            let mut raw = [[0u32; 4]; R];
-            each8(R, |g| {
-                let j = j0 + g as u32 * b;
-                if j < units {
-                    // SAFETY: as in pass 1.
-                    raw[g] = unsafe { fetch::<T, VEC>(x, j, Hint::Leave) };
+        // SAFETY: x holds the row's units; unit j of y's row.
+        unsafe {
+            reread::<T, VEC>(x, units, |j, raw| {
+                widen::<T, VEC>(raw, &mut u);
+                for k in 0..per {
+                    o[k] = exp_sub(u[k], mb) * inv;
                 }
-            });
-            each8(R, |g| {
-                let j = j0 + g as u32 * b;
-                if j < units {
-                    widen::<T, VEC>(raw[g], &mut u);
-                    for k in 0..per {
-                        o[k] = exp_sub(u[k], mb) * inv;
-                    }
-                    // SAFETY: unit j of y's row.
-                    unsafe {
-                        if VEC {
-                            let p = y.add(j as usize * T::PER16).cast();
-                            store16_hint(p, T::pack16(&o), policy(Hint::Leave));
-                        } else {
-                            T::store(y.add(j as usize), o[0]);
-                        }
-                    }
+                if VEC {
+                    let p = y.add(j as usize * T::PER16).cast();
+                    store16_hint(p, T::pack16(&o), policy(Hint::Leave));
+                } else {
+                    T::store(y.add(j as usize), o[0]);
                 }
-            });
-            j0 += REREAD * b;
+            })
         }
     }
 }
