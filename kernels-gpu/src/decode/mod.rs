@@ -22,6 +22,7 @@ pub mod v04_vectorized_pipeline;
 pub mod v05_mma_heads;
 pub mod v06_keys_as_rows;
 pub mod v07_fused_combine;
+pub mod v08_stream_k;
 
 /// The head dims the kernels are built for.
 pub const HEAD_DIMS: [u32; 2] = [64, 128];
@@ -273,17 +274,40 @@ pub(crate) unsafe fn paged_range<const D: usize, const PER: usize, const PARTIAL
     }
 }
 
-/// The end of v04-v06: the block's `WARPS` warps have left their partial rows in shared
+/// Where [`merge_warps`] leaves a block's merged rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MergeDest {
+    /// The block's slice is the whole context: normalized bf16 rows straight to `out`.
+    pub direct: bool,
+    /// Otherwise head `g` of the block's chunk goes to workspace row `base + g·stride`.
+    pub base: usize,
+    pub stride: usize,
+}
+
+impl MergeDest {
+    /// v04-v07's layout, split `z` of `splits` of each (sequence, query head) row `r` at
+    /// workspace row `r·splits + z`: the chunk's first head is query head `first_head` of
+    /// sequence `b`; one split writes `out`.
+    pub const fn of_splits(b: u32, hq: u32, first_head: u32, z: u32, splits: u32) -> MergeDest {
+        MergeDest {
+            direct: splits == 1,
+            base: (b as usize * hq as usize + first_head as usize) * splits as usize + z as usize,
+            stride: splits as usize,
+        }
+    }
+}
+
+/// The end of v04-v08: the block's `WARPS` warps have left their partial rows in shared
 /// memory, `mo[w][g][D]` (f32, unnormalized) and `ml[w][g]` = (max in the log2 domain, sum),
 /// for the block's `GC` heads; merge them per head (heads past the GQA group skipped) and
-/// write the normalized bf16 row to `out` (one split: `gridDim.z == 1`) or the unnormalized
-/// row and its (m, l) to v03's workspace row `(b·Hq + h)·splits + z` for its combine. An
-/// empty slice (past a short context) leaves m = -inf, l = 0 and zeros.
+/// write the normalized bf16 row to `out` (`dest.direct`) or the unnormalized row and its
+/// (m, l) to workspace row `dest.base + g·dest.stride`. An empty slice (past a short
+/// context) leaves m = -inf, l = 0 and zeros.
 ///
 /// # Safety
 /// Every thread of the block calls it, after a barrier that follows the warps' writes;
 /// `mo`/`ml` hold `WARPS·GC` rows; the block is (KV head `kvh`, chunk `chunk` of `GC`
-/// heads, sequence `b`) and the global rows as the callers' `body` says.
+/// heads, sequence `b`); the workspace holds the rows `dest` names for the chunk's heads.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
@@ -298,12 +322,12 @@ pub(crate) unsafe fn merge_warps<const D: usize, const GC: usize, const WARPS: u
     kvh: u32,
     chunk: u32,
     b: u32,
+    dest: MergeDest,
 ) {
     use crate::gpu::{bf16, math, thread};
     let (t, threads) = (thread::thread_idx_x() as usize, thread::block_dim_x() as usize);
-    let (z, splits) = (thread::block_idx_z(), thread::grid_dim_z());
     // SAFETY: shared reads inside the WARPS·GC rows; global writes to rows (b, h < Hq) of
-    // out, or of the workspace the host sized for the grid.
+    // out, or the workspace rows `dest` names (sized by the host).
     unsafe {
         let mut e = t;
         while e < GC * D {
@@ -323,12 +347,11 @@ pub(crate) unsafe fn merge_warps<const D: usize, const GC: usize, const WARPS: u
                         o = math::fma(*mo.add((ww * GC + g) * D + d), c, o);
                     }
                 }
-                let row = (b * hq + h) as usize;
-                if splits == 1 {
-                    // One split: the whole context, l >= 1 (its max key weighs 2^0).
-                    *out.add(row * D + d) = bf16::from_f32(o / l);
+                if dest.direct {
+                    // The whole context: l >= 1 (its max key weighs 2^0).
+                    *out.add((b * hq + h) as usize * D + d) = bf16::from_f32(o / l);
                 } else {
-                    let at = row * splits as usize + z as usize;
+                    let at = dest.base + g * dest.stride;
                     *ws_o.add(at * D + d) = o;
                     if d == 0 {
                         *ws_ml.add(2 * at) = mx;

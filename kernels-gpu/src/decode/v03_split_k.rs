@@ -148,9 +148,7 @@ crate::kernel! {
 /// `out`: v03's combine kernel, and the last block of v07's splits.
 ///
 /// # Safety
-/// The whole warp calls it with the same `row`; the workspace holds rows `row·splits ..
-/// (row + 1)·splits` of `dim` f32 and as many (m, l) pairs, split 0 non-empty; `out` holds
-/// row `row` of `dim` bf16; `dim` is a head dim (at most 32·COMBINE_DIMS_PER_LANE).
+/// As [`combine_range`] with the rows `row·splits .. (row + 1)·splits`.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 pub(crate) unsafe fn combine_row(
@@ -161,11 +159,34 @@ pub(crate) unsafe fn combine_row(
     splits: u32,
     dim: u32,
 ) {
+    // SAFETY: forwarded.
+    unsafe {
+        combine_range::<UNROLL>(ws_o, ws_ml, out, row, row as usize * splits as usize, splits, dim)
+    }
+}
+
+/// One warp merges the `splits` partial rows `base .. base + splits` of the workspace into
+/// row `row` of `out`, reading `U` rows at once (v03 and v07: 4; v08, whose last blocks
+/// merge a few dozen rows a head at the end of the launch: 8).
+///
+/// # Safety
+/// The whole warp calls it with the same arguments; the workspace holds those rows of `dim`
+/// f32 and as many (m, l) pairs, the first non-empty; `out` holds row `row` of `dim` bf16;
+/// `dim` is a head dim (at most 32·COMBINE_DIMS_PER_LANE).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub(crate) unsafe fn combine_range<const U: usize>(
+    ws_o: *const f32,
+    ws_ml: *const f32,
+    out: *mut u16,
+    row: u32,
+    base: usize,
+    splits: u32,
+    dim: u32,
+) {
     let lane = warp::lane_id();
-    let base = row as usize * splits as usize;
     let dim_us = dim as usize;
-    // SAFETY: row < rows; the workspace holds rows·splits partials (host-checked); dim
-    // is a head dim (at most 32·COMBINE_DIMS_PER_LANE).
+    // SAFETY: the caller's contract.
     unsafe {
         let mut mx = f32::NEG_INFINITY;
         let mut z = lane;
@@ -177,7 +198,7 @@ pub(crate) unsafe fn combine_row(
         let mx = warp::max_f32(mx);
         // Lane l owns dims l, l + 32, ..; the splits go 32 at a time: each lane weighs
         // split z0 + l, the weights reach every lane by shuffle, and each step reads
-        // `UNROLL` splits' rows at once (independent loads in flight: read one split
+        // `U` splits' rows at once (independent loads in flight: read one split
         // after another, each load waited for before the next was issued, a row of 32
         // splits took 28 µs on an H200).
         let mut o = [0.0f32; COMBINE_DIMS_PER_LANE];
@@ -196,9 +217,9 @@ pub(crate) unsafe fn combine_row(
             let n = (splits - z0).min(warp::WARP_SIZE);
             let mut u = 0u32;
             while u < n {
-                let mut vals = [[0.0f32; COMBINE_DIMS_PER_LANE]; UNROLL];
-                let mut ws = [0.0f32; UNROLL];
-                unroll!(UNROLL, k => {
+                let mut vals = [[0.0f32; COMBINE_DIMS_PER_LANE]; U];
+                let mut ws = [0.0f32; U];
+                unroll!(U, k => {
                     let uu = u + k as u32;
                     // Every lane shuffles (uu is warp-uniform); past n the weight is 0.
                     ws[k] = warp::shfl_idx_f32(w, uu % warp::WARP_SIZE);
@@ -212,12 +233,12 @@ pub(crate) unsafe fn combine_row(
                         });
                     }
                 });
-                unroll!(UNROLL, k => {
+                unroll!(U, k => {
                     unroll!(COMBINE_DIMS_PER_LANE, i => {
                         o[i] = math::fma(vals[k][i], ws[k], o[i]);
                     });
                 });
-                u += UNROLL as u32;
+                u += U as u32;
             }
             z0 += warp::WARP_SIZE;
         }

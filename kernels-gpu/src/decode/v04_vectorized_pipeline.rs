@@ -418,6 +418,7 @@ unsafe fn body<const D: usize, const PER: usize, const GC: usize>(
         sync_threads();
         super::merge_warps::<D, GC, { WARPS as usize }>(
             mo, ml, out, ws_o, ws_ml, hq, group, kvh, chunk, b,
+            super::MergeDest::of_splits(b, hq, kvh * group + chunk * GC as u32, z, thread::grid_dim_z()),
         );
     }
 }

@@ -367,6 +367,7 @@ pub(super) mod dev {
             sync_threads();
             super::super::merge_warps::<D, { HEADS as usize }, { WARPS as usize }>(
                 mo, ml, out, ws_o, ws_ml, hq, group, kvh, chunk, b,
+                super::super::MergeDest::of_splits(b, hq, kvh * group + chunk * HEADS, z, thread::grid_dim_z()),
             );
         }
     }

@@ -95,9 +95,22 @@ pub const fn st_key_head(lane: u32, e: u32) -> (u32, u32) {
     (lane / 4 + 8 * (e / 2), 2 * (lane % 4) + e % 2)
 }
 
+/// The keys one block pass covers: `[begin, end)` of sequence `b`'s context, for the query
+/// heads of chunk `chunk` of KV head `kvh` (v06/v07: the block's split; v08: one of the
+/// block's planned segments).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    pub b: u32,
+    pub kvh: u32,
+    pub chunk: u32,
+    pub begin: u32,
+    pub end: u32,
+}
+
 #[cfg(target_arch = "nvptx64")]
-pub(super) mod dev {
+pub(in crate::decode) mod dev {
     use super::*;
+    use crate::decode::MergeDest;
     use crate::bf16_gemm::unroll;
     use crate::decode::v05_mma_heads::dev::load_rows;
     use crate::gpu::async_copy::{commit_group, shared_addr, wait_group};
@@ -173,6 +186,97 @@ pub(super) mod dev {
         split_len: u32,
         counters: *mut u32,
     ) {
+        let group = hq / hkv;
+        let chunks = thread::grid_dim_x() / hkv;
+        let (kvh, chunk) = (thread::block_idx_x() / chunks, thread::block_idx_x() % chunks);
+        let b = thread::block_idx_y();
+        let (z, splits) = (thread::block_idx_z(), thread::grid_dim_z());
+        // SAFETY: the caller's contract: b < B, the block's slice inside its context, the
+        // workspace rows of `of_splits` inside `B·Hq·splits`, the counters inside `B·gridDim.x`.
+        unsafe {
+            let len = *context_lens.add(b as usize);
+            let begin = (z as u64 * split_len as u64).min(len as u64) as u32;
+            let end = (begin as u64 + split_len as u64).min(len as u64) as u32;
+            let seg = Segment { b, kvh, chunk, begin, end };
+            let dest = MergeDest::of_splits(b, hq, kvh * group + chunk * HEADS, z, splits);
+            segment::<D, KS, false>(
+                q, k_cache, v_cache, block_table.add(b as usize * max_pages as usize), out,
+                ws_o, ws_ml, hq, hkv, page_size, scale, seg, dest,
+            );
+            if FUSED && splits > 1 {
+                let c = counters.add((b * thread::grid_dim_x() + thread::block_idx_x()) as usize);
+                if last_to_arrive(c, splits) {
+                    let hi = chunk * HEADS + thread::thread_idx_x() / 32;
+                    if hi < group {
+                        let row = b * hq + kvh * group + hi;
+                        combine_row(ws_o, ws_ml, out, row, splits, D as u32);
+                    }
+                }
+            }
+        }
+    }
+
+    /// After a block's partial rows are written: whether it is the last of the `arrivals`
+    /// blocks that share the counter `c` (CUDA's threadFenceReduction pattern: every thread
+    /// fences its rows, thread 0 takes a ticket, and the block whose ticket is the last one
+    /// reads the other blocks' rows after a fence). The last block sets `c` back to 0.
+    ///
+    /// # Safety
+    /// Every thread of the block calls it with the same `c`, a u32 that exactly `arrivals`
+    /// blocks of this launch tick once each, and it was 0 before the first of them; the
+    /// block's shared memory past its first word is no longer read (word 0 is overwritten).
+    #[inline(always)]
+    pub unsafe fn last_to_arrive(c: *mut u32, arrivals: u32) -> bool {
+        let flag = shared::dynamic_shared_mem::<u32>();
+        // SAFETY: the caller's contract.
+        unsafe {
+            atomic::fence_gpu();
+            sync_threads();
+            if thread::thread_idx_x() == 0 {
+                let last = atomic::fetch_add_u32(c, 1) == arrivals - 1;
+                if last {
+                    // Every block has arrived: nothing else touches it in this launch.
+                    atomic::store_u32(c, 0);
+                }
+                *flag = last as u32;
+            }
+            sync_threads();
+            let last = *flag != 0;
+            if last {
+                atomic::fence_gpu();
+            }
+            last
+        }
+    }
+
+    /// One block's pass over `seg`: the keys `[seg.begin, seg.end)` of sequence `seg.b`
+    /// (`table` is its block-table row) for the query heads of chunk `seg.chunk` of KV head
+    /// `seg.kvh`, merged across warps into `dest` (v06's whole loop: the per-warp rings, Sᵀ,
+    /// the online softmax, Oᵀ, then [`merge_warps`](super::super::merge_warps)); with
+    /// `PREFETCH` (v08) each tile's block-table entries are read a tile ahead. Ends with
+    /// every thread past the merge; the shared memory may be reused after a barrier.
+    ///
+    /// # Safety
+    /// As [`body_with`] for the buffers and the block; `seg.begin < seg.end` within the
+    /// sequence's context, `seg.begin` a multiple of `TILE` (the slice is whole tiles but
+    /// the context's last); the workspace holds the rows `dest` names.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn segment<const D: usize, const KS: usize, const PREFETCH: bool>(
+        q: *const u16,
+        k_cache: *const u16,
+        v_cache: *const u16,
+        table: *const u32,
+        out: *mut u16,
+        ws_o: *mut f32,
+        ws_ml: *mut f32,
+        hq: u32,
+        hkv: u32,
+        page_size: u32,
+        scale: f32,
+        seg: Segment,
+        dest: MergeDest,
+    ) {
         const { assert!(D == 16 * KS && D.is_multiple_of(64) && KS <= 16) };
         let d = D as u32;
         let tile_bytes = TILE * d * 2;
@@ -180,10 +284,7 @@ pub(super) mod dev {
         let (w, lane) = (t / 32, warp::lane_id());
         let (g, tq) = (lane / 4, lane % 4);
         let group = hq / hkv;
-        let chunks = thread::grid_dim_x() / hkv;
-        let (kvh, chunk) = (thread::block_idx_x() / chunks, thread::block_idx_x() % chunks);
-        let b = thread::block_idx_y();
-        let z = thread::block_idx_z();
+        let Segment { b, kvh, chunk, begin, end } = seg;
         let sl = scale * core::f32::consts::LOG2_E;
         // Asked for as F32x4 so the shared block is declared 16-byte aligned.
         let base = shared::dynamic_shared_mem::<F32x4>();
@@ -195,10 +296,6 @@ pub(super) mod dev {
         // reaches both barriers and every warp-wide instruction (the branches around them
         // are warp-uniform).
         unsafe {
-            let len = *context_lens.add(b as usize);
-            let begin = (z as u64 * split_len as u64).min(len as u64) as u32;
-            let end = (begin as u64 + split_len as u64).min(len as u64) as u32;
-
             // qᵀ's B fragments (PTX ISA, m16n8k16 B: b0 = k 2t, 2t+1 of column g, b1 = k
             // 2t+8, 2t+9): head g of the chunk, raw bf16 pairs; heads past the group stay
             // zero (their scores are 0, their rows dropped by the merge).
@@ -214,7 +311,6 @@ pub(super) mod dev {
             }
 
             let ring = sm + w * STAGES * tile_bytes;
-            let table = block_table.add(b as usize * max_pages as usize);
             // Warp w's tiles: w, w + WARPS, .. of [begin, end); its chunks K0, V0, K1, V1, ..
             let tiles = (end - begin).div_ceil(TILE);
             let mine = if w < tiles { (tiles - w).div_ceil(WARPS) } else { 0 };
@@ -231,6 +327,30 @@ pub(super) mod dev {
                     u32::MAX
                 }
             };
+            // With PREFETCH (v08): the same lookup in two halves, the block-table entry (and
+            // the key's place in its page; u32::MAX past the slice) read one tile before the
+            // copies that need it, so its global latency is not on the warp's path.
+            let lookup = |j0: u32| {
+                let j = j0 + lane;
+                if lane < TILE && j < end {
+                    let q = j / page_size;
+                    (*table.add(q as usize), j - q * page_size)
+                } else {
+                    (0, u32::MAX)
+                }
+            };
+            let slot_from = |(page, off): (u32, u32)| {
+                if off == u32::MAX {
+                    u32::MAX
+                } else {
+                    ((page as u64 * page_size as u64 + off as u64) * hkv as u64 + kvh as u64) as u32
+                }
+            };
+            // The entry of the next tile whose K chunk is to be issued.
+            let mut pre = (0u32, u32::MAX);
+            if PREFETCH {
+                pre = lookup(start_of(0));
+            }
             // Copies: a lane pair per row (v05's layout), 16 rows an instruction: lane l
             // copies row l/2, whose cache row the lane that looked it up passes by shuffle.
             let coff: [u32; 4] = core::array::from_fn(|i| chunk_offset(lane, i as u32));
@@ -242,7 +362,12 @@ pub(super) mod dev {
             let mut slot = 0u32;
             for c in 0..STAGES - 1 {
                 if c < chunks_mine && c.is_multiple_of(2) {
-                    slot = slot_of(start_of(c / 2));
+                    if PREFETCH {
+                        slot = slot_from(pre);
+                        pre = lookup(start_of(c / 2 + 1));
+                    } else {
+                        slot = slot_of(start_of(c / 2));
+                    }
                 }
                 let rows = rows_of(slot);
                 if c < chunks_mine {
@@ -263,7 +388,12 @@ pub(super) mod dev {
             for c in 0..chunks_mine {
                 let next = c + STAGES - 1;
                 if next < chunks_mine && next.is_multiple_of(2) {
-                    slot = slot_of(start_of(next / 2));
+                    if PREFETCH {
+                        slot = slot_from(pre);
+                        pre = lookup(start_of(next / 2 + 1));
+                    } else {
+                        slot = slot_of(start_of(next / 2));
+                    }
                 }
                 let rows = rows_of(slot);
                 if next < chunks_mine {
@@ -375,35 +505,8 @@ pub(super) mod dev {
             });
             sync_threads();
             super::super::merge_warps::<D, { HEADS as usize }, { WARPS as usize }>(
-                mo, ml, out, ws_o, ws_ml, hq, group, kvh, chunk, b,
+                mo, ml, out, ws_o, ws_ml, hq, group, kvh, chunk, b, dest,
             );
-            let splits = thread::grid_dim_z();
-            if FUSED && splits > 1 {
-                // The last block to arrive (CUDA's threadFenceReduction pattern): every
-                // thread fences its partial rows, thread 0 takes a ticket, and the block
-                // whose ticket is the last one reads the other blocks' rows after a fence.
-                atomic::fence_gpu();
-                sync_threads();
-                let flag = base as *mut u32;
-                if t == 0 {
-                    let c = counters.add((b * thread::grid_dim_x() + thread::block_idx_x()) as usize);
-                    let last = atomic::fetch_add_u32(c, 1) == splits - 1;
-                    if last {
-                        // Every split has arrived: nothing else touches it in this launch.
-                        atomic::store_u32(c, 0);
-                    }
-                    *flag = last as u32;
-                }
-                sync_threads();
-                if *flag != 0 {
-                    atomic::fence_gpu();
-                    let hi = chunk * HEADS + w;
-                    if hi < group {
-                        let row = b * hq + kvh * group + hi;
-                        combine_row(ws_o, ws_ml, out, row, splits, d);
-                    }
-                }
-            }
         }
     }
 }

@@ -4,7 +4,7 @@
 use rooflab_kernels::decode::{
     HEAD_DIMS, MAX_GROUP, shared_f32, v01_block_per_head, v02_gqa_grouped, v03_split_k,
     v04_vectorized_pipeline as v04, v05_mma_heads as v05, v06_keys_as_rows as v06,
-    v07_fused_combine as v07,
+    v07_fused_combine as v07, v08_stream_k as v08,
 };
 
 use crate::bench::KernelUse;
@@ -22,9 +22,10 @@ pub enum Variant {
     V05MmaHeads,
     V06KeysAsRows,
     V07FusedCombine,
+    V08StreamK,
 }
 
-pub const LADDER: [Variant; 7] = [
+pub const LADDER: [Variant; 8] = [
     Variant::V01BlockPerHead,
     Variant::V02GqaGrouped,
     Variant::V03SplitK,
@@ -32,6 +33,7 @@ pub const LADDER: [Variant; 7] = [
     Variant::V05MmaHeads,
     Variant::V06KeysAsRows,
     Variant::V07FusedCombine,
+    Variant::V08StreamK,
 ];
 
 /// The sizes of one decode step.
@@ -134,6 +136,175 @@ pub type FusedKernel = Kernel<(
     *mut u32,
 )>;
 
+/// v08's kernels: decode's parameters with the workspace, then the plan, its pair count and
+/// the counters.
+pub type StreamKernel = Kernel<(
+    *const u16,
+    *const u16,
+    *const u16,
+    *const u32,
+    *const u32,
+    *mut u16,
+    *mut f32,
+    *mut f32,
+    u32,
+    u32,
+    u32,
+    u32,
+    f32,
+    *const u32,
+    u32,
+    *mut u32,
+)>;
+
+/// v08's plan of a step (`v08_stream_k`'s header): the (sequence, KV head, chunk) pairs'
+/// tiles laid end to end and packed into at most one wave of blocks of at most
+/// `tiles_per_block` tiles each.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamPlan {
+    pub pairs: u32,
+    pub tiles: u32,
+    pub tiles_per_block: u32,
+    pub blocks: u32,
+    /// Partial groups (`v08::HEADS` workspace rows each) of the pairs cut across blocks.
+    pub groups: u32,
+    /// The plan buffer the kernel reads (`v08::plan_len(pairs, blocks)` u32).
+    pub buffer: Vec<u32>,
+}
+
+/// Each block's first tile for pairs of `tiles[p]` tiles starting at `starts[p]`, packed
+/// into blocks of at most `c` tiles: a pair of at most `MIN_TILES_PER_BLOCK` tiles is never
+/// cut (a block that cannot hold it is closed), a longer one fills what is left of the
+/// open block (when that is at least `MIN_TILES_PER_BLOCK`) and then blocks of its own.
+fn pack(starts: &[u32], c: u32) -> Vec<u32> {
+    let min = v08::MIN_TILES_PER_BLOCK;
+    let mut blocks = Vec::new();
+    // Tiles in the open block (0: none open).
+    let mut fill = 0u32;
+    for w in starts.windows(2) {
+        let (mut pos, mut rem) = (w[0], w[1] - w[0]);
+        if rem <= min {
+            if fill == 0 || fill + rem > c {
+                blocks.push(pos);
+                fill = 0;
+            }
+            fill += rem;
+            continue;
+        }
+        if fill > 0 && c - fill >= min {
+            let take = rem.min(c - fill);
+            (pos, rem, fill) = (pos + take, rem - take, fill + take);
+        }
+        while rem > 0 {
+            let take = rem.min(c);
+            blocks.push(pos);
+            (pos, rem, fill) = (pos + take, rem - take, take);
+        }
+        if fill == c {
+            fill = 0;
+        }
+    }
+    blocks
+}
+
+impl StreamPlan {
+    /// The plan for contexts `lens` on a GPU of `sms` SMs: pair `p = (b·Hkv + kvh)·chunks +
+    /// chunk` has `⌈lens[b] / TILE⌉` tiles; the smallest block size (at least
+    /// `MIN_TILES_PER_BLOCK`) whose packing needs no more blocks than the GPU holds at once.
+    pub fn new(s: &DecodeShape, lens: &[u32], sms: u32) -> Result<StreamPlan> {
+        let op = v08::decode_v08_stream_k_d128.name();
+        let too_large = |what: &str, value: u64| Error::TooLarge {
+            op: op.into(),
+            what: what.into(),
+            value,
+            limit: u32::MAX as u64 / 8,
+        };
+        let group = (s.hq / s.hkv.max(1)) as u32;
+        let chunks = group.div_ceil(v08::HEADS).max(1) as u64;
+        let pairs = lens.len() as u64 * s.hkv as u64 * chunks;
+        // Every plan entry and the kernel's tile arithmetic are u32.
+        if pairs > u32::MAX as u64 / 8 {
+            return Err(too_large("pairs (sequence, KV head, chunk)", pairs));
+        }
+        let mut starts = Vec::with_capacity(pairs as usize + 1);
+        let mut t = 0u64;
+        for &len in lens {
+            for _ in 0..s.hkv as u64 * chunks {
+                starts.push(t as u32);
+                t += (len as u64).div_ceil(v08::TILE as u64);
+                if t > u32::MAX as u64 / 8 {
+                    return Err(too_large("tiles of 16 keys × KV heads × chunks", t));
+                }
+            }
+        }
+        starts.push(t as u32);
+        let total = t as u32;
+        let slots = (sms * v08::resident_blocks(s.dim as u32)).max(1);
+        // The packing needs fewer blocks as they grow (all of it in one at `total`).
+        let (mut lo, mut hi) = (total.div_ceil(slots).max(v08::MIN_TILES_PER_BLOCK), total.max(v08::MIN_TILES_PER_BLOCK));
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if pack(&starts, mid).len() as u32 <= slots {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        let c = lo;
+        let mut block_start = pack(&starts, c);
+        let blocks = block_start.len() as u32;
+        block_start.push(total);
+        let np = pairs as usize;
+        // Each pair's blocks: the one holding its first tile to the one holding its last.
+        let block_of = |tile: u32| block_start.partition_point(|&b| b <= tile) as u32 - 1;
+        let mut offs = Vec::with_capacity(np);
+        let mut firsts = Vec::with_capacity(np);
+        let mut counts = Vec::with_capacity(np);
+        let mut groups = 0u32;
+        for p in 0..np {
+            let (first, last) = (block_of(starts[p]), block_of(starts[p + 1] - 1));
+            let n = last - first + 1;
+            offs.push(groups);
+            firsts.push(first);
+            counts.push(n);
+            if n > 1 {
+                groups += n;
+            }
+        }
+        // Each block's first pair: the one holding its first tile.
+        let first_pair: Vec<u32> = block_start[..blocks as usize]
+            .iter()
+            .map(|&t0| starts.partition_point(|&s| s <= t0) as u32 - 1)
+            .collect();
+        let mut buffer = starts;
+        for part in [offs, firsts, counts, block_start, first_pair] {
+            buffer.extend(part);
+        }
+        debug_assert_eq!(buffer.len(), v08::plan_len(pairs as u32, blocks));
+        Ok(StreamPlan {
+            pairs: pairs as u32,
+            tiles: total,
+            tiles_per_block: c,
+            blocks,
+            groups,
+            buffer,
+        })
+    }
+
+    /// Pair `p`'s (first block, blocks), as the kernel reads them from the plan.
+    pub fn pair_blocks(&self, p: usize) -> (u32, u32) {
+        let at = |i: usize| self.buffer[i + p];
+        (at(v08::pair_first_block_at(self.pairs)), at(v08::pair_blocks_at(self.pairs)))
+    }
+
+    /// Block `g`'s (first tile, end tile, first pair).
+    pub fn block(&self, g: usize) -> (u32, u32, u32) {
+        let bs = v08::block_start_at(self.pairs) + g;
+        let fp = v08::block_first_pair_at(self.pairs, self.blocks) + g;
+        (self.buffer[bs], self.buffer[bs + 1], self.buffer[fp])
+    }
+}
+
 /// How v04-v07 launch at a shape: heads a block (`gc`), blocks a KV head
 /// (`chunks`), keys a split and splits (v05 and v06 keep v04's split rule, `v04::split_len`,
 /// with the blocks an SM each holds).
@@ -185,11 +356,14 @@ impl Variant {
 
     /// A pipelined step's heads a block and dynamic shared memory at head dim `dim` for a
     /// GQA group of `group` (v04: the group's chunk of up to 8, built per chunk; v05: 16;
-    /// v06: 8).
+    /// v06-v08: 8).
     pub fn pipeline_block(self, dim: usize, group: u32) -> (u32, u32) {
         if self == Variant::V05MmaHeads {
             (v05::HEADS, v05::shared_bytes(dim as u32))
-        } else if matches!(self, Variant::V06KeysAsRows | Variant::V07FusedCombine) {
+        } else if matches!(
+            self,
+            Variant::V06KeysAsRows | Variant::V07FusedCombine | Variant::V08StreamK
+        ) {
             (v06::HEADS, v06::shared_bytes(dim as u32))
         } else {
             let gc = v04::group_chunk(group);
@@ -227,6 +401,15 @@ impl Variant {
         }
     }
 
+    /// v08's kernel for head dim `dim`.
+    pub fn stream_kernel(dim: usize) -> StreamKernel {
+        if dim == 128 {
+            v08::decode_v08_stream_k_d128
+        } else {
+            v08::decode_v08_stream_k_d64
+        }
+    }
+
     /// The one-launch kernel of v01 and v02 (v03 runs v02's when it does not split).
     pub fn kernel(self, dim: usize) -> DecodeKernel {
         match (self, dim) {
@@ -251,6 +434,7 @@ impl Variant {
         match self {
             Variant::V03SplitK => Self::partial_kernel(dim).id(),
             Variant::V07FusedCombine => Self::fused_kernel(dim).id(),
+            Variant::V08StreamK => Self::stream_kernel(dim).id(),
             Variant::V04VectorizedPipeline | Variant::V05MmaHeads | Variant::V06KeysAsRows => {
                 self.pipeline_kernel(dim, 4).id()
             }
@@ -276,13 +460,18 @@ impl Variant {
             Variant::V04VectorizedPipeline
             | Variant::V05MmaHeads
             | Variant::V06KeysAsRows
-            | Variant::V07FusedCombine => v04::WARPS as usize,
+            | Variant::V07FusedCombine
+            | Variant::V08StreamK => v04::WARPS as usize,
         }
     }
 
     /// The kernels a launch may run, with their block and shared memory (v03: the partial
     /// rows and the combine; it runs v02's kernel instead when it does not split).
     pub fn kernel_uses(self, s: &DecodeShape) -> Vec<KernelUse> {
+        if self == Variant::V08StreamK {
+            let smem = v08::shared_bytes(s.dim as u32);
+            return vec![KernelUse::new(Self::stream_kernel(s.dim), v08::THREADS, smem)];
+        }
         if self == Variant::V07FusedCombine {
             let (_, smem) = self.pipeline_block(s.dim, (s.hq / s.hkv.max(1)) as u32);
             return vec![KernelUse::new(Self::fused_kernel(s.dim), v07::THREADS, smem)];
@@ -341,6 +530,9 @@ pub struct PagedKv {
     /// The host copies the checks (and the reference and the cost) read.
     pub table_host: Vec<u32>,
     pub lens_host: Vec<u32>,
+    /// v08's plan and its device copy, made at v08's first launch (for the SM count of the
+    /// GPU it ran on) and reused by later ones: the step's metadata does not change.
+    stream_plan: std::cell::OnceCell<(u32, StreamPlan, DeviceArray<u32>)>,
 }
 
 impl PagedKv {
@@ -451,7 +643,26 @@ impl PagedKv {
             lens: gpu.upload(lens)?,
             table_host: table.to_vec(),
             lens_host: lens.to_vec(),
+            stream_plan: std::cell::OnceCell::new(),
         })
+    }
+
+    /// v08's plan for these lengths on `gpu`, planned and uploaded on first use.
+    pub fn stream_plan(&self, gpu: &Gpu) -> Result<(&StreamPlan, &DeviceArray<u32>)> {
+        let sms = gpu.info.multiprocessors;
+        if self.stream_plan.get().is_none() {
+            let plan = StreamPlan::new(&self.shape, &self.lens_host, sms)?;
+            let dev = gpu.upload(&plan.buffer)?;
+            let _ = self.stream_plan.set((sms, plan, dev));
+        }
+        let (planned_for, plan, dev) = self.stream_plan.get().expect("set above");
+        if *planned_for != sms {
+            return Err(Error::Other(format!(
+                "this PagedKv's v08 plan was made for a GPU of {planned_for} SMs, not {sms}: \
+                 make one PagedKv per GPU"
+            )));
+        }
+        Ok((plan, dev))
     }
 }
 
@@ -465,6 +676,9 @@ pub fn decode(gpu: &Gpu, var: Variant, q: &Buf, kv: &PagedKv, out: &mut Buf) -> 
     expect_buf(op, "out", out, Dtype::Bf16, s.q_elements())?;
     if var.pipelined() {
         return decode_pipelined(gpu, var, q, kv, out);
+    }
+    if var == Variant::V08StreamK {
+        return decode_stream_k(gpu, q, kv, out);
     }
     let warps = var.warps(&s);
     if warps as u32 > MAX_GROUP {
@@ -668,6 +882,61 @@ fn decode_fused(gpu: &Gpu, q: &Buf, kv: &PagedKv, out: &mut Buf, plan: PipelineP
     })
 }
 
+/// v08: one launch of the step's plan (made on first use); the pairs cut across blocks
+/// leave their partial rows in the workspace and the last block of each merges them,
+/// ticketing through `pairs` of the GPU's counters (which it leaves at 0).
+fn decode_stream_k(gpu: &Gpu, q: &Buf, kv: &PagedKv, out: &mut Buf) -> Result<()> {
+    let s = kv.shape;
+    if s.batch == 0 {
+        return Ok(());
+    }
+    let kernel = Variant::stream_kernel(s.dim);
+    let op = kernel.name();
+    let (plan, plan_dev) = kv.stream_plan(gpu)?;
+    let cfg = LaunchConfig {
+        grid: (plan.blocks, 1, 1),
+        block: (v08::THREADS, 1, 1),
+        shared_bytes: v08::shared_bytes(s.dim as u32),
+    };
+    let rows = plan.groups as usize * v08::HEADS as usize;
+    let (o_len, len) = (rows * s.dim, rows * (s.dim + 2));
+    let n_counters = plan.pairs as usize;
+    gpu.with_workspace(len, |ws| {
+        gpu.with_counters(n_counters, |counters| {
+            let (wo, wml) = ws.view_range_mut(0..len).split_at(o_len);
+            // SAFETY: q, out, the caches and the table checked by PagedKv::new; the plan is
+            // StreamPlan::new's for these lengths (pairs, tiles, partial groups, each
+            // block's first pair), the grid its blocks with v06's block and shared memory;
+            // the workspace holds its groups' rows (HEADS rows of D f32 each, then as many
+            // (m, l) pairs), the counters `pairs` u32 at 0, which the kernel leaves at 0.
+            unsafe {
+                gpu.launch(
+                    kernel,
+                    cfg,
+                    (
+                        q.view::<u16>(op)?,
+                        kv.k_cache.view::<u16>(op)?,
+                        kv.v_cache.view::<u16>(op)?,
+                        kv.table.view(),
+                        kv.lens.view(),
+                        out.view_mut::<u16>(op)?,
+                        wo,
+                        wml,
+                        s.hq as u32,
+                        s.hkv as u32,
+                        s.page_size as u32,
+                        s.max_pages as u32,
+                        s.scale(),
+                        plan_dev.view(),
+                        plan.pairs,
+                        counters.view_range_mut(0..n_counters),
+                    ),
+                )
+            }
+        })
+    })
+}
+
 /// The split path of v03-v06: `partial` writes the B·Hq·splits partial rows (D f32
 /// each, unnormalized) and as many (m, l) pairs into the GPU's workspace, then v03's combine
 /// merges each (sequence, query head)'s rows into `out`, one warp a row.
@@ -732,10 +1001,10 @@ mod unit_tests {
         assert_eq!(Variant::V02GqaGrouped.warps(&s), 4);
         for v in LADDER {
             let u = v.kernel_uses(&s);
-            // v07 combines in its own last blocks: one kernel.
+            // v07 and v08 combine in their own last blocks: one kernel.
             let splits = v == Variant::V03SplitK || (v.pipelined() && v != Variant::V07FusedCombine);
             assert_eq!(u.len(), 1 + splits as usize);
-            if !v.pipelined() {
+            if !v.pipelined() && v != Variant::V08StreamK {
                 assert!(u[0].shared_bytes <= 48 * 1024);
             }
         }
@@ -819,6 +1088,65 @@ mod unit_tests {
         );
         assert_eq!(Variant::V07FusedCombine.kernels(128).len(), 1);
         assert_eq!(v04::split_len(1, 1, 1, 1) % v06::TILE, 0);
+        // v08's plans: every tile of every pair in exactly one block, blocks of at most
+        // `tiles_per_block` tiles, at most one wave (two blocks an SM at D 128), each block's
+        // first pair the one holding its first tile, no pair of at most MIN_TILES_PER_BLOCK
+        // tiles cut, partial groups only for pairs cut across blocks, without overlap.
+        for (dim, hq, hkv, lens) in [
+            (128, 32, 8, vec![32768]),
+            (128, 32, 8, (0..64).map(|i| 1 + (i * 977) % 4096).collect::<Vec<u32>>()),
+            (128, 32, 8, (0..256).map(|i| 1 + (i * 977) % 512).collect::<Vec<u32>>()),
+            (64, 4, 2, vec![1, 15, 16, 17, 31, 32, 33]),
+            (128, 32, 1, vec![5, 100_000, 1]),
+            (64, 12, 2, vec![1; 1000]),
+        ] {
+            let sh = DecodeShape { batch: lens.len(), hq, hkv, dim, ..s };
+            let p = StreamPlan::new(&sh, &lens, 132).unwrap();
+            let chunks = (hq / hkv).div_ceil(v08::HEADS as usize);
+            assert_eq!(p.pairs as usize, lens.len() * hkv * chunks);
+            let tiles: u64 = lens.iter().map(|&l| l.div_ceil(v08::TILE) as u64).sum::<u64>()
+                * (hkv * chunks) as u64;
+            assert_eq!(p.tiles as u64, tiles);
+            assert_eq!(p.buffer.len(), v08::plan_len(p.pairs, p.blocks));
+            assert!(p.blocks <= 132 * v08::resident_blocks(dim as u32), "{} blocks", p.blocks);
+            assert!(p.tiles_per_block >= v08::MIN_TILES_PER_BLOCK);
+            let mut end = 0;
+            for g in 0..p.blocks as usize {
+                let (t0, t1, first) = p.block(g);
+                assert_eq!(t0, end, "block {g} starts where the last ended");
+                assert!(t0 < t1 && t1 - t0 <= p.tiles_per_block, "block {g}: {t0}..{t1}");
+                let f = first as usize;
+                assert!(p.buffer[f] <= t0 && t0 < p.buffer[f + 1], "block {g}");
+                end = t1;
+            }
+            assert_eq!(end, p.tiles);
+            let mut groups = std::collections::HashSet::new();
+            for q in 0..p.pairs as usize {
+                let (first, n) = p.pair_blocks(q);
+                let (ps, pe) = (p.buffer[q], p.buffer[q + 1]);
+                assert!(first + n <= p.blocks);
+                assert!(p.block(first as usize).0 <= ps && pe <= p.block((first + n - 1) as usize).1);
+                if pe - ps <= v08::MIN_TILES_PER_BLOCK {
+                    assert_eq!(n, 1, "pair {q} of {} tiles cut", pe - ps);
+                }
+                if n > 1 {
+                    let off = p.buffer[v08::part_off_at(p.pairs) + q];
+                    for i in 0..n {
+                        assert!(groups.insert(off + i), "group {} twice", off + i);
+                        assert!(off + i < p.groups);
+                    }
+                }
+            }
+            assert_eq!(groups.len() as u32, p.groups);
+        }
+        // Batch 1 × L 32768 at D 128 on 132 SMs: 16384 tiles in one wave of at most 264
+        // blocks, about 33 partial rows a head.
+        let p = StreamPlan::new(&one, &[32768], 132).unwrap();
+        assert_eq!((p.tiles, p.tiles_per_block), (16384, 63));
+        assert!(p.blocks <= 264);
+        assert!((0..8).all(|q| (33..=34).contains(&p.pair_blocks(q).1)));
+        assert_eq!(Variant::V08StreamK.stem(), "v08_stream_k");
+        assert_eq!(Variant::V08StreamK.kernels(128).len(), 1);
         let g16 = DecodeShape { hq: 16, hkv: 1, ..s };
         assert!(4 * shared_f32(Variant::V02GqaGrouped.warps(&g16) as u32, 128) <= 48 * 1024);
     }

@@ -155,6 +155,18 @@ pub fn check(gpu: &Gpu, v: Variant, p: &Problem, seqs: &[usize]) -> Result<()> {
     compare_f32(&what, &got_seqs, &want, TOLERANCE.0, TOLERANCE.1).map_err(Error::Mismatch)
 }
 
+/// The first `n` of the GPU's counters read back: all 0, or the first that is not.
+fn counters_left_at_zero(gpu: &Gpu, step: &str, n: usize) -> Result<()> {
+    let left = gpu.with_counters(n, |c| c.to_host())?;
+    match left.iter().take(n).position(|&c| c != 0) {
+        Some(i) => Err(Error::Mismatch(format!(
+            "{step} left counter {i} at {} (of {n}); each launch must leave them 0",
+            left[i]
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// The batches every step's test runs: (heads, context lengths).
 fn test_batches() -> Vec<(Heads, Vec<u32>)> {
     let h = |hq, hkv, dim, page_size| Heads {
@@ -231,6 +243,7 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
         Variant::V05MmaHeads,
         Variant::V06KeysAsRows,
         Variant::V07FusedCombine,
+        Variant::V08StreamK,
     ] {
         t.push(GpuTest::new(format!("decode_{}_head_chunks_match_cpu", v.stem()), move |gpu| {
             for (i, (hq, hkv, dim, page_size, lens)) in [
@@ -267,15 +280,41 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
             for _ in 0..3 {
                 check(gpu, Variant::V07FusedCombine, &p, &[0, 1, 2])?;
             }
-            let n = lens.len() * h.hkv * plan.chunks as usize;
-            let left = gpu.with_counters(n, |c| c.to_host())?;
-            match left.iter().position(|&c| c != 0) {
-                Some(i) => Err(Error::Mismatch(format!(
-                    "v07 left counter {i} at {} (of {n}); each launch must leave them 0",
-                    left[i]
-                ))),
-                None => Ok(()),
+            counters_left_at_zero(gpu, "v07", lens.len() * h.hkv * plan.chunks as usize)
+        },
+    ));
+    // v08's plan on this GPU: pairs cut across blocks (the long context), blocks of many
+    // short pairs; three launches, the counters read back, then a second batch of other
+    // lengths through the same GPU's counters.
+    t.push(GpuTest::new(
+        format!("decode_{}_counters_return_to_zero", Variant::V08StreamK.stem()),
+        move |gpu| {
+            for (i, (dim, lens)) in [(64, vec![9000, 17, 1, 600]), (128, vec![40_000, 3, 2048])]
+                .into_iter()
+                .enumerate()
+            {
+                let h = Heads { hq: 32, hkv: 8, dim, page_size: 16 };
+                let p = problem(gpu, h, &lens, None, seed ^ (0x808 + i as u64))?;
+                let (plan, _) = p.kv.stream_plan(gpu)?;
+                let cut = (0..plan.pairs as usize).filter(|&q| plan.pair_blocks(q).1 > 1).count();
+                let shared = (0..plan.blocks as usize).any(|g| {
+                    let (_, t1, first) = plan.block(g);
+                    plan.buffer[first as usize + 1] < t1
+                });
+                if cut == 0 || !shared {
+                    return Err(Error::Other(format!(
+                        "lens {lens:?}: v08 planned {} blocks with {cut} pairs cut and no block \
+                         of several pairs = {}; this test needs both",
+                        plan.blocks, !shared
+                    )));
+                }
+                let all: Vec<usize> = (0..lens.len()).collect();
+                for _ in 0..3 {
+                    check(gpu, Variant::V08StreamK, &p, &all)?;
+                }
+                counters_left_at_zero(gpu, "v08", plan.pairs as usize)?;
             }
+            Ok(())
         },
     ));
     t.push(GpuTest::new(
