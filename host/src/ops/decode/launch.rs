@@ -172,26 +172,18 @@ pub struct StreamPlan {
     pub buffer: Vec<u32>,
 }
 
-/// Each block's first tile for pairs of `tiles[p]` tiles starting at `starts[p]`, packed
-/// into blocks of at most `c` tiles: a pair of at most `MIN_TILES_PER_BLOCK` tiles is never
-/// cut (a block that cannot hold it is closed), a longer one fills what is left of the
-/// open block (when that is at least `MIN_TILES_PER_BLOCK`) and then blocks of its own.
+/// Each block's first tile for pairs starting at `starts[p]` (`starts[p + 1]` the next),
+/// packed into blocks of at most `c` tiles: a pair fills what is left of the open block when
+/// that is at least `MIN_TILES_PER_BLOCK` tiles (or the whole pair), then blocks of its own.
+/// So a pair of at most `MIN_TILES_PER_BLOCK` tiles is never cut: it fits where it starts.
 fn pack(starts: &[u32], c: u32) -> Vec<u32> {
     let min = v08::MIN_TILES_PER_BLOCK;
     let mut blocks = Vec::new();
-    // Tiles in the open block (0: none open).
+    // Tiles in the open block (0: none open; a full one takes nothing more either way).
     let mut fill = 0u32;
     for w in starts.windows(2) {
         let (mut pos, mut rem) = (w[0], w[1] - w[0]);
-        if rem <= min {
-            if fill == 0 || fill + rem > c {
-                blocks.push(pos);
-                fill = 0;
-            }
-            fill += rem;
-            continue;
-        }
-        if fill > 0 && c - fill >= min {
+        if fill > 0 && c - fill >= rem.min(min) {
             let take = rem.min(c - fill);
             (pos, rem, fill) = (pos + take, rem - take, fill + take);
         }
@@ -199,9 +191,6 @@ fn pack(starts: &[u32], c: u32) -> Vec<u32> {
             let take = rem.min(c);
             blocks.push(pos);
             (pos, rem, fill) = (pos + take, rem - take, take);
-        }
-        if fill == c {
-            fill = 0;
         }
     }
     blocks
