@@ -101,7 +101,7 @@ pub struct Gpu {
     /// against it.
     last_kernel: std::cell::Cell<Option<KernelId>>,
     /// TMA tensor maps uploaded so far, by what they encode (filled by the tma module).
-    pub(crate) tensor_maps: RefCell<HashMap<[u64; 6], DeviceArray<u64>>>,
+    pub(crate) tensor_maps: RefCell<HashMap<[u64; 7], DeviceArray<u64>>>,
     /// `max_active_clusters` answers, per kernel.
     active_clusters: RefCell<HashMap<KernelId, u32>>,
     /// [`Gpu::runs`] answers, per kernel.
@@ -967,6 +967,7 @@ launch_args!(14; H0 D0 0, H1 D1 1, H2 D2 2, H3 D3 3, H4 D4 4, H5 D5 5, H6 D6 6, 
 launch_args!(15; H0 D0 0, H1 D1 1, H2 D2 2, H3 D3 3, H4 D4 4, H5 D5 5, H6 D6 6, H7 D7 7, H8 D8 8, H9 D9 9, H10 D10 10, H11 D11 11, H12 D12 12, H13 D13 13, H14 D14 14);
 launch_args!(16; H0 D0 0, H1 D1 1, H2 D2 2, H3 D3 3, H4 D4 4, H5 D5 5, H6 D6 6, H7 D7 7, H8 D8 8, H9 D9 9, H10 D10 10, H11 D11 11, H12 D12 12, H13 D13 13, H14 D14 14, H15 D15 15);
 launch_args!(17; H0 D0 0, H1 D1 1, H2 D2 2, H3 D3 3, H4 D4 4, H5 D5 5, H6 D6 6, H7 D7 7, H8 D8 8, H9 D9 9, H10 D10 10, H11 D11 11, H12 D12 12, H13 D13 13, H14 D14 14, H15 D15 15, H16 D16 16);
+launch_args!(18; H0 D0 0, H1 D1 1, H2 D2 2, H3 D3 3, H4 D4 4, H5 D5 5, H6 D6 6, H7 D7 7, H8 D8 8, H9 D9 9, H10 D10 10, H11 D11 11, H12 D12 12, H13 D13 13, H14 D14 14, H15 D15 15, H16 D16 16, H17 D17 17);
 
 /// An empty parameter list.
 impl LaunchArgs<()> for () {

@@ -42,6 +42,8 @@ pub struct Bf16Tiles {
     /// 1, since the kernel's copies (`cp.async.bulk.tensor.3d`) must match the map's rank
     /// (a 3-D copy through a 2-D map is an illegal instruction).
     pub planes: Option<u64>,
+    /// Planes a box spans (1 but for decode v10's 16 page slots of one KV head).
+    pub box_planes: u32,
 }
 
 impl Bf16Tiles {
@@ -95,6 +97,7 @@ impl Bf16Tiles {
             box_rows,
             box_cols,
             planes: None,
+            box_planes: 1,
         })
     }
 
@@ -124,6 +127,18 @@ impl Bf16Tiles {
             ..self
         })
     }
+
+    /// The same map with boxes `n` planes deep (the planes land in consecutive 128-byte
+    /// swizzled rows of shared memory), refused past what the copy engine takes.
+    pub fn with_box_planes(self, op: &str, n: u32) -> Result<Bf16Tiles> {
+        if self.planes.is_none() || n == 0 || n > 256 {
+            return Err(Error::Other(format!(
+                "{op}: a TMA box {n} planes deep over {self:?} is outside what the copy engine \
+                 takes (a 3-D map, 1 to 256 planes)"
+            )));
+        }
+        Ok(Bf16Tiles { box_planes: n, ..self })
+    }
 }
 
 /// The device address of an encoded tensor map, as a kernel's `*const TensorMap`.
@@ -150,7 +165,7 @@ impl Bf16Tiles {
         let rank = if t.planes.is_some() { 3 } else { 2 };
         let dims = [t.cols, t.rows, t.planes.unwrap_or(1)];
         let strides = [t.cols * 2, t.rows * t.cols * 2];
-        let boxes = [t.box_cols, t.box_rows, 1];
+        let boxes = [t.box_cols, t.box_rows, t.box_planes];
         let elem_strides = [1u32, 1, 1];
         // SAFETY: every pointer is to a live local array at least as long as rank or rank - 1
         // asks for; `map` is 64-byte aligned and 128 bytes.
@@ -178,7 +193,7 @@ impl Bf16Tiles {
         Ok(map)
     }
 
-    fn key(self) -> [u64; 6] {
+    fn key(self) -> [u64; 7] {
         [
             self.addr,
             self.rows,
@@ -187,6 +202,7 @@ impl Bf16Tiles {
             self.box_cols as u64,
             // 0 for a 2-D map: a 3-D map of one plane is a different map.
             self.planes.unwrap_or(0),
+            self.box_planes as u64,
         ]
     }
 }

@@ -23,6 +23,8 @@ pub mod v05_mma_heads;
 pub mod v06_keys_as_rows;
 pub mod v07_fused_combine;
 pub mod v08_stream_k;
+pub mod v09_bulk_copy;
+pub mod v10_tma_pages;
 
 /// The head dims the kernels are built for.
 pub const HEAD_DIMS: [u32; 2] = [64, 128];

@@ -107,6 +107,14 @@ pub struct Segment {
     pub end: u32,
 }
 
+/// How [`dev::segment`] brings a tile into its warp's ring (its `COPY`): v06-v08's 16-byte
+/// `cp.async` (zero-filled past the slice) ...
+pub const COPY_CP_ASYNC: u32 = 0;
+/// ... v09's bulk copy of each key's row into padded rows (`v09_bulk_copy`) ...
+pub const COPY_BULK_ROWS: u32 = 1;
+/// ... or v10's TMA boxes of a page's 16 slots (`v10_tma_pages`); both behind mbarriers.
+pub const COPY_TMA_PAGES: u32 = 2;
+
 #[cfg(target_arch = "nvptx64")]
 pub(in crate::decode) mod dev {
     use super::*;
@@ -118,6 +126,9 @@ pub(in crate::decode) mod dev {
         ldmatrix_x4, ldmatrix_x4_trans, mma_m16n8k16_bf16, movmatrix_trans, split_bf16x2,
     };
     use crate::decode::v03_split_k::combine_row;
+    use crate::decode::v09_bulk_copy::{self as v09};
+    use crate::decode::v10_tma_pages::{self as v10};
+    use crate::tensor_map::TensorMap;
     use crate::gpu::vector::F32x4;
     use crate::gpu::{atomic, math, shared, sync_threads, thread, warp};
 
@@ -199,9 +210,9 @@ pub(in crate::decode) mod dev {
             let end = (begin as u64 + split_len as u64).min(len as u64) as u32;
             let seg = Segment { b, kvh, chunk, begin, end };
             let dest = MergeDest::of_splits(b, hq, kvh * group + chunk * HEADS, z, splits);
-            segment::<D, KS, false>(
+            segment::<D, KS, false, COPY_CP_ASYNC>(
                 q, k_cache, v_cache, block_table.add(b as usize * max_pages as usize), out,
-                ws_o, ws_ml, hq, hkv, page_size, scale, seg, dest,
+                ws_o, ws_ml, hq, hkv, page_size, scale, seg, dest, 0, 0, [core::ptr::null(); 2],
             );
             if FUSED && splits > 1 {
                 let c = counters.add((b * thread::grid_dim_x() + thread::block_idx_x()) as usize);
@@ -253,16 +264,24 @@ pub(in crate::decode) mod dev {
     /// (`table` is its block-table row) for the query heads of chunk `seg.chunk` of KV head
     /// `seg.kvh`, merged across warps into `dest` (v06's whole loop: the per-warp rings, Sᵀ,
     /// the online softmax, Oᵀ, then [`merge_warps`](super::super::merge_warps)); with
-    /// `PREFETCH` (v08) each tile's block-table entries are read a tile ahead. Ends with
-    /// every thread past the merge; the shared memory may be reused after a barrier.
+    /// `PREFETCH` (v08) each tile's block-table entries are read a tile ahead. `COPY` says
+    /// how the tiles come ([`COPY_CP_ASYNC`] …): with the bulk copies (v09) or TMA (v10, the
+    /// cache's tensor maps in `maps`, K then V) each buffer is guarded by its mbarrier of
+    /// the warp's `bars`, `pos` being the warp's place in its ring (returned advanced past
+    /// this segment; 0 with `cp.async`). Ends with every thread past the merge; the shared
+    /// memory may be reused after a barrier (with the mbarrier forms, after each thread's
+    /// `fence.proxy.async`).
     ///
     /// # Safety
     /// As [`body_with`] for the buffers and the block; `seg.begin < seg.end` within the
     /// sequence's context, `seg.begin` a multiple of `TILE` (the slice is whole tiles but
-    /// the context's last); the workspace holds the rows `dest` names.
+    /// the context's last); the workspace holds the rows `dest` names. With the mbarrier
+    /// forms: sm_90a, the step's `shared_bytes(D)`, `bars` the warp's initialized barriers
+    /// and `pos` the value the warp's previous segment returned (0 at first); with TMA, the
+    /// page size a multiple of 16 and `maps` the caches' maps.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    pub unsafe fn segment<const D: usize, const KS: usize, const PREFETCH: bool>(
+    pub unsafe fn segment<const D: usize, const KS: usize, const PREFETCH: bool, const COPY: u32>(
         q: *const u16,
         k_cache: *const u16,
         v_cache: *const u16,
@@ -276,10 +295,18 @@ pub(in crate::decode) mod dev {
         scale: f32,
         seg: Segment,
         dest: MergeDest,
-    ) {
+        bars: u32,
+        pos: u32,
+        maps: [*const TensorMap; 2],
+    ) -> u32 {
         const { assert!(D == 16 * KS && D.is_multiple_of(64) && KS <= 16) };
+        let (bulk, tma) = (COPY == COPY_BULK_ROWS, COPY == COPY_TMA_PAGES);
+        let mbar = bulk || tma;
         let d = D as u32;
-        let tile_bytes = TILE * d * 2;
+        let tile_bytes = if bulk { v09::tile_bytes(d) } else { TILE * d * 2 };
+        // ldmatrix's step from one 64-dim quarter of the k16 steps to the next: 8 chunks of
+        // a row, or (v10) the next swizzled sub-tile.
+        let jstride = if tma { v10::SUB_TILE_BYTES } else { 128 };
         let t = thread::thread_idx_x();
         let (w, lane) = (t / 32, warp::lane_id());
         let (g, tq) = (lane / 4, lane % 4);
@@ -310,15 +337,17 @@ pub(in crate::decode) mod dev {
                 });
             }
 
-            let ring = sm + w * STAGES * tile_bytes;
+            let ring = if tma { v10::rings_at(sm) } else { sm } + w * STAGES * tile_bytes;
             // Warp w's tiles: w, w + WARPS, .. of [begin, end); its chunks K0, V0, K1, V1, ..
             let tiles = (end - begin).div_ceil(TILE);
             let mine = if w < tiles { (tiles - w).div_ceil(WARPS) } else { 0 };
             let start_of = |i: u32| begin + (w + i * WARPS) * TILE;
             // Lane l (< 16)'s key of the tile starting at `j0`: its cache row (u32::MAX past
             // the slice, and for lanes 16-31).
+            // (v09: keys past the slice take its last key's row, a bulk copy cannot zero-fill.)
+            let key = |j0: u32| if bulk { (j0 + lane).min(end - 1) } else { j0 + lane };
             let slot_of = |j0: u32| {
-                let j = j0 + lane;
+                let j = key(j0);
                 if lane < TILE && j < end {
                     let page = *table.add((j / page_size) as usize) as u64;
                     ((page * page_size as u64 + (j % page_size) as u64) * hkv as u64
@@ -331,7 +360,7 @@ pub(in crate::decode) mod dev {
             // the key's place in its page; u32::MAX past the slice) read one tile before the
             // copies that need it, so its global latency is not on the warp's path.
             let lookup = |j0: u32| {
-                let j = j0 + lane;
+                let j = key(j0);
                 if lane < TILE && j < end {
                     let q = j / page_size;
                     (*table.add(q as usize), j - q * page_size)
@@ -339,9 +368,12 @@ pub(in crate::decode) mod dev {
                     (0, u32::MAX)
                 }
             };
+            // (v10: the key's page slot, the third coordinate of the cache's tensor map.)
             let slot_from = |(page, off): (u32, u32)| {
                 if off == u32::MAX {
                     u32::MAX
+                } else if tma {
+                    page * page_size + off
                 } else {
                     ((page as u64 * page_size as u64 + off as u64) * hkv as u64 + kvh as u64) as u32
                 }
@@ -356,6 +388,10 @@ pub(in crate::decode) mod dev {
             let coff: [u32; 4] = core::array::from_fn(|i| chunk_offset(lane, i as u32));
             let rows_of = |slot: u32| [warp::shfl_idx_u32(slot, lane / 2)];
             let cache_of = |c: u32| if c.is_multiple_of(2) { k_cache } else { v_cache };
+            let map_of = |c: u32| if c.is_multiple_of(2) { maps[0] } else { maps[1] };
+            // v09: chunk c's buffer and barrier (the warp's fill `pos + c`).
+            let buf_of = |c: u32| ring + ((pos + c) % STAGES) * tile_bytes;
+            let bar_of = |c: u32| bars + 8 * ((pos + c) % STAGES);
 
             let chunks_mine = 2 * mine;
             // The slot of the tile whose K chunk was issued last (its V chunk follows).
@@ -369,15 +405,31 @@ pub(in crate::decode) mod dev {
                         slot = slot_of(start_of(c / 2));
                     }
                 }
-                let rows = rows_of(slot);
-                if c < chunks_mine {
-                    load_rows::<D, 1>(cache_of(c), ring + c * tile_bytes, rows, lane, coff);
+                if bulk || tma {
+                    if c < chunks_mine && bulk {
+                        v09::bulk::fill::<D>(cache_of(c), buf_of(c), bar_of(c), slot, lane);
+                    } else if c < chunks_mine {
+                        v10::tma::fill::<D>(map_of(c), buf_of(c), bar_of(c), slot, kvh, lane);
+                    }
+                } else {
+                    let rows = rows_of(slot);
+                    if c < chunks_mine {
+                        load_rows::<D, 1>(cache_of(c), ring + c * tile_bytes, rows, lane, coff);
+                    }
+                    commit_group();
                 }
-                commit_group();
             }
 
-            let klo: [u32; 4] = core::array::from_fn(|i| k_lane_offset(d, lane, i as u32));
-            let vlo: [u32; 4] = core::array::from_fn(|i| v_lane_offset(d, lane, i as u32));
+            let klo: [u32; 4] = core::array::from_fn(|i| match () {
+                _ if bulk => v09::k_lane_offset(d, lane, i as u32),
+                _ if tma => v10::k_lane_offset(lane, i as u32),
+                _ => k_lane_offset(d, lane, i as u32),
+            });
+            let vlo: [u32; 4] = core::array::from_fn(|i| match () {
+                _ if bulk => v09::v_lane_offset(d, lane, i as u32),
+                _ if tma => v10::v_lane_offset(lane, i as u32),
+                _ => v_lane_offset(d, lane, i as u32),
+            });
             // Oᵀ: d-tile i, the lane's dims 16i + g, +8 of heads 2tq, 2tq + 1.
             let mut acc = [[0.0f32; 4]; KS];
             // Running max (raw scores) and per-lane partial sums of heads 2tq, 2tq + 1.
@@ -395,15 +447,33 @@ pub(in crate::decode) mod dev {
                         slot = slot_of(start_of(next / 2));
                     }
                 }
-                let rows = rows_of(slot);
-                if next < chunks_mine {
-                    let dst = ring + (next % STAGES) * tile_bytes;
-                    load_rows::<D, 1>(cache_of(next), dst, rows, lane, coff);
-                }
-                commit_group();
-                wait_group::<{ STAGES - 1 }>();
-                warp::sync();
-                let buf = ring + (c % STAGES) * tile_bytes;
+                let buf = if mbar {
+                    if next < chunks_mine && bulk {
+                        v09::bulk::fill::<D>(cache_of(next), buf_of(next), bar_of(next), slot, lane);
+                    } else if next < chunks_mine {
+                        v10::tma::fill::<D>(map_of(next), buf_of(next), bar_of(next), slot, kvh, lane);
+                    }
+                    v09::bulk::wait(bar_of(c), (pos + c) / STAGES);
+                    // v10: a partial tile's box brought the page's slots past the slice;
+                    // their V rows are zeroed (their scores are masked below).
+                    let j0 = start_of(c / 2);
+                    if tma && !c.is_multiple_of(2) && j0 + TILE > end {
+                        v10::tma::zero_rows::<D>(buf_of(c), end - j0, lane);
+                    }
+                    // The lanes leave their waits together for the warp-wide ldmatrix.
+                    warp::sync();
+                    buf_of(c)
+                } else {
+                    let rows = rows_of(slot);
+                    if next < chunks_mine {
+                        let dst = ring + (next % STAGES) * tile_bytes;
+                        load_rows::<D, 1>(cache_of(next), dst, rows, lane, coff);
+                    }
+                    commit_group();
+                    wait_group::<{ STAGES - 1 }>();
+                    warp::sync();
+                    ring + (c % STAGES) * tile_bytes
+                };
 
                 if c.is_multiple_of(2) {
                     // Sᵀ = K·qᵀ for the tile's 16 keys and the chunk's 8 heads, the even and
@@ -411,7 +481,7 @@ pub(in crate::decode) mod dev {
                     let mut s = [0.0f32; 4];
                     let mut s_odd = [0.0f32; 4];
                     unroll!(KS, kk => {
-                        let ka = ldmatrix_x4(buf + klo[kk % 4] + 128 * (kk / 4) as u32);
+                        let ka = ldmatrix_x4(buf + klo[kk % 4] + jstride * (kk / 4) as u32);
                         if kk.is_multiple_of(2) {
                             s = mma_m16n8k16_bf16(ka, qf[kk], s);
                         } else {
@@ -471,7 +541,7 @@ pub(in crate::decode) mod dev {
                 } else {
                     // Oᵀ += Vᵀ·Pᵀ, one d-tile of 16 dims an ldmatrix, hi and lo weights.
                     unroll!(KS, i => {
-                        let va = ldmatrix_x4_trans(buf + vlo[i % 4] + 128 * (i / 4) as u32);
+                        let va = ldmatrix_x4_trans(buf + vlo[i % 4] + jstride * (i / 4) as u32);
                         acc[i] = mma_m16n8k16_bf16(va, pb[0], acc[i]);
                         acc[i] = mma_m16n8k16_bf16(va, pb[1], acc[i]);
                     });
@@ -479,7 +549,9 @@ pub(in crate::decode) mod dev {
                 // Every lane is done with this buffer before it is refilled.
                 warp::sync();
             }
-            wait_group::<0>();
+            if !mbar {
+                wait_group::<0>();
+            }
 
             // The warps' partial rows into the merge area (over the rings, after every
             // warp's loop): acc [w][head][D] f32, then (m in the log2 domain, l) [w][head].
@@ -507,6 +579,7 @@ pub(in crate::decode) mod dev {
             super::super::merge_warps::<D, { HEADS as usize }, { WARPS as usize }>(
                 mo, ml, out, ws_o, ws_ml, hq, group, kvh, chunk, b, dest,
             );
+            if mbar { pos + chunks_mine } else { 0 }
         }
     }
 }

@@ -84,15 +84,23 @@ pub const fn plan_len(pairs: u32, blocks: u32) -> usize {
 }
 
 #[cfg(target_arch = "nvptx64")]
-mod dev {
+pub(in crate::decode) mod dev {
     use super::*;
     use crate::decode::MergeDest;
     use crate::decode::v03_split_k::combine_range;
     use crate::decode::v06_keys_as_rows::Segment;
     use crate::decode::v06_keys_as_rows::dev::{last_to_arrive, segment};
-    use crate::gpu::{sync_threads, thread};
+    use crate::decode::v06_keys_as_rows::{COPY_CP_ASYNC, COPY_TMA_PAGES};
+    use crate::decode::v09_bulk_copy as v09;
+    use crate::decode::v10_tma_pages as v10;
+    use crate::tensor_map::TensorMap;
+    use crate::gpu::async_copy::shared_addr;
+    use crate::gpu::{shared, sync_threads, thread, warp};
 
-    /// The kernel body at head dim `D` (`KS = D/16`), its combine reading `U` rows at once.
+    /// The kernel body at head dim `D` (`KS = D/16`), its combine reading `U` rows at once,
+    /// its segments' tiles copied as `COPY` says (`v06_keys_as_rows::COPY_*`: v08's
+    /// `cp.async`, v09's bulk rows, v10's TMA boxes through `maps`), with that step's
+    /// `shared_bytes(D)` of shared memory.
     ///
     /// # Safety
     /// The buffers have decode's shapes (`super::super`); every block-table entry a context
@@ -105,7 +113,7 @@ mod dev {
     /// all 0 (each launch leaves them 0).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    pub unsafe fn body<const D: usize, const KS: usize, const U: usize>(
+    pub unsafe fn body<const D: usize, const KS: usize, const U: usize, const COPY: u32>(
         q: *const u16,
         k_cache: *const u16,
         v_cache: *const u16,
@@ -122,7 +130,9 @@ mod dev {
         plan: *const u32,
         pairs: u32,
         counters: *mut u32,
+        maps: [*const TensorMap; 2],
     ) {
+        let mbar = COPY != COPY_CP_ASYNC;
         let group = hq / hkv;
         let chunks = group.div_ceil(HEADS);
         let per_seq = hkv * chunks;
@@ -138,6 +148,20 @@ mod dev {
             let bs = plan.add(block_start_at(pairs) + blk as usize);
             let (t0, t1) = (*bs, *bs.add(1));
             let mut p = *plan.add(block_first_pair_at(pairs, blocks) + blk as usize);
+            // v09, v10: each warp's barriers past the rings, initialized once, and its place
+            // in its ring over all the block's segments (a buffer's fills count its
+            // barrier's phases).
+            let sm = shared_addr(shared::dynamic_shared_mem::<u64>());
+            let rings_end = if COPY == COPY_TMA_PAGES {
+                v10::rings_at(sm) + v10::rings_bytes(D as u32)
+            } else {
+                sm + v09::rings_bytes(D as u32)
+            };
+            let bars = rings_end + 8 * v09::STAGES * (thread::thread_idx_x() / 32);
+            let mut pos = 0u32;
+            if mbar {
+                v09::bulk::init(bars, warp::lane_id());
+            }
             loop {
                 let (ps, pe) = (*starts.add(p as usize), *starts.add(p as usize + 1));
                 let (b, hc) = (p / per_seq, p % per_seq);
@@ -153,10 +177,10 @@ mod dev {
                 } else {
                     MergeDest { direct: false, base: group_row + (blk - first) as usize, stride: n as usize }
                 };
-                segment::<D, KS, true>(
+                pos = segment::<D, KS, true, COPY>(
                     q, k_cache, v_cache, block_table.add(b as usize * max_pages as usize), out,
                     ws_o, ws_ml, hq, hkv, page_size, scale,
-                    Segment { b, kvh, chunk, begin, end }, dest,
+                    Segment { b, kvh, chunk, begin, end }, dest, bars, pos, maps,
                 );
                 if n > 1 && last_to_arrive(counters.add(p as usize), n) {
                     let g = thread::thread_idx_x() / 32;
@@ -172,17 +196,22 @@ mod dev {
                 if p >= pairs || *starts.add(p as usize) >= t1 {
                     break;
                 }
-                // The next segment's rings overwrite the merge area and the ticket's flag.
+                // The next segment's rings overwrite the merge area and the ticket's flag
+                // (v09, v10: written by the copy engine, so these generic writes are fenced).
+                if mbar {
+                    v09::bulk::fence();
+                }
                 sync_threads();
             }
         }
     }
 }
 
-/// `stream_k_entry! { /// docs  NAME, D, KS, UNROLL, BLOCKS }`: decode's parameters with the
-/// workspace, then the plan, its pair count, and the counters.
+/// `stream_k_entry! { /// docs  NAME, D, KS, UNROLL, BLOCKS, COPY [, maps] }`: decode's
+/// parameters with the workspace, then the plan, its pair count, and the counters (v08, v09
+/// as `COPY` says), and with `maps` the K and V caches' tensor maps (v10).
 macro_rules! stream_k_entry {
-    ($(#[$doc:meta])* $name:ident, $d:literal, $ks:literal, $u:expr, $blocks:expr) => {
+    ($(#[$doc:meta])* $name:ident, $d:literal, $ks:literal, $u:expr, $blocks:expr, $copy:expr) => {
         crate::kernel! {
             $(#[$doc])*
             pub unsafe fn $name(
@@ -204,12 +233,49 @@ macro_rules! stream_k_entry {
                 counters: *mut u32,
             ) {
                 crate::gpu::launch_bounds::<{ THREADS }, { $blocks }>();
-                // SAFETY: forwarded; the host launches the plan's grid with v06's block and
-                // shared memory, the workspace and `pairs` zeroed counters.
+                // SAFETY: forwarded; the host launches the plan's grid with the step's block
+                // and shared memory, the workspace and `pairs` zeroed counters.
                 unsafe {
-                    dev::body::<$d, $ks, { $u }>(
+                    $crate::decode::v08_stream_k::dev::body::<$d, $ks, { $u }, { $copy }>(
                         q, k_cache, v_cache, block_table, context_lens, out, ws_o, ws_ml, hq,
                         hkv, page_size, max_pages, scale, plan, pairs, counters,
+                        [core::ptr::null(); 2],
+                    )
+                }
+            }
+        }
+    };
+    ($(#[$doc:meta])* $name:ident, $d:literal, $ks:literal, $u:expr, $blocks:expr, $copy:expr, maps) => {
+        crate::kernel! {
+            $(#[$doc])*
+            pub unsafe fn $name(
+                q: *const u16,
+                k_cache: *const u16,
+                v_cache: *const u16,
+                block_table: *const u32,
+                context_lens: *const u32,
+                out: *mut u16,
+                ws_o: *mut f32,
+                ws_ml: *mut f32,
+                hq: u32,
+                hkv: u32,
+                page_size: u32,
+                max_pages: u32,
+                scale: f32,
+                plan: *const u32,
+                pairs: u32,
+                counters: *mut u32,
+                k_map: *const crate::tensor_map::TensorMap,
+                v_map: *const crate::tensor_map::TensorMap,
+            ) {
+                crate::gpu::launch_bounds::<{ THREADS }, { $blocks }>();
+                // SAFETY: forwarded; as the arm above, and the maps describe the caches as
+                // (D, Hkv, page slots) in 64 × 1 × 16 boxes with the 128-byte swizzle.
+                unsafe {
+                    $crate::decode::v08_stream_k::dev::body::<$d, $ks, { $u }, { $copy }>(
+                        q, k_cache, v_cache, block_table, context_lens, out, ws_o, ws_ml, hq,
+                        hkv, page_size, max_pages, scale, plan, pairs, counters,
+                        [k_map, v_map],
                     )
                 }
             }
@@ -218,6 +284,7 @@ macro_rules! stream_k_entry {
 }
 
 stream_k_entry! { /// v08 at head dim 64.
-    decode_v08_stream_k_d64, 64, 4, COMBINE_UNROLL, MIN_BLOCKS_D64 }
+    decode_v08_stream_k_d64, 64, 4, COMBINE_UNROLL, MIN_BLOCKS_D64, crate::decode::v06_keys_as_rows::COPY_CP_ASYNC }
 stream_k_entry! { /// v08 at head dim 128.
-    decode_v08_stream_k_d128, 128, 8, COMBINE_UNROLL, MIN_BLOCKS_D128 }
+    decode_v08_stream_k_d128, 128, 8, COMBINE_UNROLL, MIN_BLOCKS_D128, crate::decode::v06_keys_as_rows::COPY_CP_ASYNC }
+pub(in crate::decode) use stream_k_entry;

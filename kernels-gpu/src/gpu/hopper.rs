@@ -352,6 +352,38 @@ pub unsafe fn mbarrier_wait(bar: u32, parity: u32) {
     }
 }
 
+/// [`mbarrier_wait`] that gives up: after `tries` unsuccessful `try_wait`s (each of which
+/// already waits a while in hardware) it traps, so a phase that never completes (a copy
+/// that never arrived, a wrong parity) ends the launch with an error the host reports
+/// instead of hanging the GPU. `tries` is far past any wait a correct kernel sees.
+#[inline(always)]
+pub unsafe fn mbarrier_wait_or_trap(bar: u32, parity: u32, tries: u32) {
+    let mut n = 0u32;
+    loop {
+        let done: u32;
+        // SAFETY: as `mbarrier_wait`.
+        unsafe {
+            asm!(
+                "{{",
+                ".reg .pred p;",
+                "mbarrier.try_wait.parity.shared::cta.b64 p, [{1}], {2};",
+                "selp.u32 {0}, 1, 0, p;",
+                "}}",
+                out(reg32) done, in(reg32) bar, in(reg32) parity,
+                options(nostack)
+            )
+        };
+        if done != 0 {
+            return;
+        }
+        n += 1;
+        if n >= tries {
+            // SAFETY: `trap` ends the kernel.
+            unsafe { core::arch::nvptx::trap() }
+        }
+    }
+}
+
 /// Hint the tensor map at generic address `map` into the cache (`prefetch.tensormap`).
 #[inline(always)]
 pub unsafe fn prefetch_tensormap(map: *const u8) {
@@ -394,6 +426,27 @@ pub unsafe fn tma_load_3d(dst: u32, map: *const u8, c0: u32, c1: u32, c2: u32, b
             "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes \
              [{0}], [{1}, {{{2}, {3}, {4}}}], [{5}];",
             in(reg32) dst, in(reg64) map, in(reg32) c0, in(reg32) c1, in(reg32) c2, in(reg32) bar,
+            options(nostack)
+        )
+    };
+}
+
+/// Bulk copy (no tensor map): `bytes` contiguous bytes from global `src` to shared `dst`
+/// (`cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes`), completed on the
+/// mbarrier `bar` as a transaction count. One instruction per row however long, where a
+/// `cp.async` moves 16 bytes a lane: decode v09's paged rows.
+///
+/// # Safety
+/// `dst` and `src` 16-byte aligned, `bytes` a multiple of 16, the range inside the
+/// allocation and the block's shared memory; `bar` an initialized mbarrier expecting the bytes.
+#[inline(always)]
+pub unsafe fn bulk_copy_g2s(dst: u32, src: *const u8, bytes: u32, bar: u32) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        asm!(
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes \
+             [{0}], [{1}], {2}, [{3}];",
+            in(reg32) dst, in(reg64) src, in(reg32) bytes, in(reg32) bar,
             options(nostack)
         )
     };

@@ -34,12 +34,14 @@ impl Variant {
             // v03's partial rows (B·Hq·splits·(D + 2) f32, written and read) depend on the
             // GPU's SM count and are a fraction of a percent of the KV bytes: not modelled.
             Variant::V02GqaGrouped | Variant::V03SplitK => base,
-            // A KV head is read once per chunk of its query heads: up to 8 (v04, v06-v08), 16 (v05).
+            // A KV head is read once per chunk of its query heads: up to 8 (v04, v06-v10), 16 (v05).
             Variant::V04VectorizedPipeline
             | Variant::V05MmaHeads
             | Variant::V06KeysAsRows
             | Variant::V07FusedCombine
-            | Variant::V08StreamK => {
+            | Variant::V08StreamK
+            | Variant::V09BulkCopy
+            | Variant::V10TmaPages => {
                 let group = (s.hq / s.hkv) as u32;
                 let (gc, _) = self.pipeline_block(s.dim, group);
                 let chunks = group.div_ceil(gc) as u64;

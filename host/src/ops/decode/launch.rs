@@ -4,8 +4,10 @@
 use rooflab_kernels::decode::{
     HEAD_DIMS, MAX_GROUP, shared_f32, v01_block_per_head, v02_gqa_grouped, v03_split_k,
     v04_vectorized_pipeline as v04, v05_mma_heads as v05, v06_keys_as_rows as v06,
-    v07_fused_combine as v07, v08_stream_k as v08,
+    v07_fused_combine as v07, v08_stream_k as v08, v09_bulk_copy as v09,
+    v10_tma_pages as v10,
 };
+use rooflab_kernels::tensor_map::TensorMap;
 
 use crate::bench::KernelUse;
 use crate::error::{Error, Result};
@@ -23,9 +25,11 @@ pub enum Variant {
     V06KeysAsRows,
     V07FusedCombine,
     V08StreamK,
+    V09BulkCopy,
+    V10TmaPages,
 }
 
-pub const LADDER: [Variant; 8] = [
+pub const LADDER: [Variant; 10] = [
     Variant::V01BlockPerHead,
     Variant::V02GqaGrouped,
     Variant::V03SplitK,
@@ -34,6 +38,8 @@ pub const LADDER: [Variant; 8] = [
     Variant::V06KeysAsRows,
     Variant::V07FusedCombine,
     Variant::V08StreamK,
+    Variant::V09BulkCopy,
+    Variant::V10TmaPages,
 ];
 
 /// The sizes of one decode step.
@@ -136,8 +142,8 @@ pub type FusedKernel = Kernel<(
     *mut u32,
 )>;
 
-/// v08's kernels: decode's parameters with the workspace, then the plan, its pair count and
-/// the counters.
+/// v08's and v09's kernels: decode's parameters with the workspace, then the plan, its pair
+/// count and the counters.
 pub type StreamKernel = Kernel<(
     *const u16,
     *const u16,
@@ -155,6 +161,28 @@ pub type StreamKernel = Kernel<(
     *const u32,
     u32,
     *mut u32,
+)>;
+
+/// v10's kernels: v08's parameters, then the K and V caches' tensor maps.
+pub type TmaStreamKernel = Kernel<(
+    *const u16,
+    *const u16,
+    *const u16,
+    *const u32,
+    *const u32,
+    *mut u16,
+    *mut f32,
+    *mut f32,
+    u32,
+    u32,
+    u32,
+    u32,
+    f32,
+    *const u32,
+    u32,
+    *mut u32,
+    *const TensorMap,
+    *const TensorMap,
 )>;
 
 /// v08's plan of a step (`v08_stream_k`'s header): the (sequence, KV head, chunk) pairs'
@@ -354,6 +382,10 @@ impl Variant {
             Variant::V06KeysAsRows | Variant::V07FusedCombine | Variant::V08StreamK
         ) {
             (v06::HEADS, v06::shared_bytes(dim as u32))
+        } else if self == Variant::V09BulkCopy {
+            (v09::HEADS, v09::shared_bytes(dim as u32))
+        } else if self == Variant::V10TmaPages {
+            (v10::HEADS, v10::shared_bytes(dim as u32))
         } else {
             let gc = v04::group_chunk(group);
             (gc, v04::shared_bytes(dim as u32, gc))
@@ -390,12 +422,27 @@ impl Variant {
         }
     }
 
-    /// v08's kernel for head dim `dim`.
-    pub fn stream_kernel(dim: usize) -> StreamKernel {
+    /// Whether the step launches v08's plan (v08-v10).
+    pub fn streamed(self) -> bool {
+        matches!(self, Variant::V08StreamK | Variant::V09BulkCopy | Variant::V10TmaPages)
+    }
+
+    /// v10's kernel for head dim `dim`.
+    pub fn tma_stream_kernel(dim: usize) -> TmaStreamKernel {
         if dim == 128 {
-            v08::decode_v08_stream_k_d128
+            v10::decode_v10_tma_pages_d128
         } else {
-            v08::decode_v08_stream_k_d64
+            v10::decode_v10_tma_pages_d64
+        }
+    }
+
+    /// v08's or (`V09BulkCopy`) v09's kernel for head dim `dim`.
+    pub fn stream_kernel(self, dim: usize) -> StreamKernel {
+        match (self == Variant::V09BulkCopy, dim) {
+            (true, 128) => v09::decode_v09_bulk_copy_d128,
+            (true, _) => v09::decode_v09_bulk_copy_d64,
+            (false, 128) => v08::decode_v08_stream_k_d128,
+            (false, _) => v08::decode_v08_stream_k_d64,
         }
     }
 
@@ -423,7 +470,8 @@ impl Variant {
         match self {
             Variant::V03SplitK => Self::partial_kernel(dim).id(),
             Variant::V07FusedCombine => Self::fused_kernel(dim).id(),
-            Variant::V08StreamK => Self::stream_kernel(dim).id(),
+            Variant::V08StreamK | Variant::V09BulkCopy => self.stream_kernel(dim).id(),
+            Variant::V10TmaPages => Self::tma_stream_kernel(dim).id(),
             Variant::V04VectorizedPipeline | Variant::V05MmaHeads | Variant::V06KeysAsRows => {
                 self.pipeline_kernel(dim, 4).id()
             }
@@ -450,16 +498,23 @@ impl Variant {
             | Variant::V05MmaHeads
             | Variant::V06KeysAsRows
             | Variant::V07FusedCombine
-            | Variant::V08StreamK => v04::WARPS as usize,
+            | Variant::V08StreamK
+            | Variant::V09BulkCopy
+            | Variant::V10TmaPages => v04::WARPS as usize,
         }
     }
 
     /// The kernels a launch may run, with their block and shared memory (v03: the partial
     /// rows and the combine; it runs v02's kernel instead when it does not split).
     pub fn kernel_uses(self, s: &DecodeShape) -> Vec<KernelUse> {
-        if self == Variant::V08StreamK {
-            let smem = v08::shared_bytes(s.dim as u32);
-            return vec![KernelUse::new(Self::stream_kernel(s.dim), v08::THREADS, smem)];
+        if self.streamed() {
+            let (_, smem) = self.pipeline_block(s.dim, (s.hq / s.hkv.max(1)) as u32);
+            let k = if self == Variant::V10TmaPages {
+                Self::tma_stream_kernel(s.dim).id()
+            } else {
+                self.stream_kernel(s.dim).id()
+            };
+            return vec![KernelUse::new(k, v08::THREADS, smem)];
         }
         if self == Variant::V07FusedCombine {
             let (_, smem) = self.pipeline_block(s.dim, (s.hq / s.hkv.max(1)) as u32);
@@ -666,8 +721,8 @@ pub fn decode(gpu: &Gpu, var: Variant, q: &Buf, kv: &PagedKv, out: &mut Buf) -> 
     if var.pipelined() {
         return decode_pipelined(gpu, var, q, kv, out);
     }
-    if var == Variant::V08StreamK {
-        return decode_stream_k(gpu, q, kv, out);
+    if var.streamed() {
+        return decode_stream_k(gpu, var, q, kv, out);
     }
     let warps = var.warps(&s);
     if warps as u32 > MAX_GROUP {
@@ -871,21 +926,49 @@ fn decode_fused(gpu: &Gpu, q: &Buf, kv: &PagedKv, out: &mut Buf, plan: PipelineP
     })
 }
 
-/// v08: one launch of the step's plan (made on first use); the pairs cut across blocks
-/// leave their partial rows in the workspace and the last block of each merges them,
+/// v08 and v09: one launch of the step's plan (made on first use); the pairs cut across
+/// blocks leave their partial rows in the workspace and the last block of each merges them,
 /// ticketing through `pairs` of the GPU's counters (which it leaves at 0).
-fn decode_stream_k(gpu: &Gpu, q: &Buf, kv: &PagedKv, out: &mut Buf) -> Result<()> {
+fn decode_stream_k(gpu: &Gpu, var: Variant, q: &Buf, kv: &PagedKv, out: &mut Buf) -> Result<()> {
     let s = kv.shape;
+    let tma = var == Variant::V10TmaPages;
+    let kernel = var.main_kernel(s.dim);
+    let op = kernel.name();
+    // v09 and v10 are in the sm_90a PTX only: said before anything is planned or launched.
+    gpu.available(kernel)?;
+    if tma && !s.page_size.is_multiple_of(v10::PAGE_MULTIPLE as usize) {
+        return Err(Error::Shape {
+            op: op.into(),
+            what: format!(
+                "page size {} is not a multiple of {}: v10 copies a tile of {} keys as one \
+                 TMA box of one page's slots; use v09 or v08, which take any page size",
+                s.page_size,
+                v10::PAGE_MULTIPLE,
+                v10::TILE
+            ),
+        });
+    }
+    // v10: the caches as (D, Hkv, page slots) tensors, boxes of 64 dims × 1 head × 16 slots.
+    let maps = if tma {
+        let map = |name: &str, c: &Buf| -> Result<_> {
+            let t = crate::tma::Bf16Tiles::new(op, name, &c.view::<u16>(op)?, s.hkv, s.dim, 1, v10::BOX_COLS)?
+                .in_planes(op, s.num_pages * s.page_size)?
+                .with_box_planes(op, v10::TILE)?;
+            gpu.tensor_map(t)
+        };
+        Some((map("K cache", &kv.k_cache)?, map("V cache", &kv.v_cache)?))
+    } else {
+        None
+    };
     if s.batch == 0 {
         return Ok(());
     }
-    let kernel = Variant::stream_kernel(s.dim);
-    let op = kernel.name();
     let (plan, plan_dev) = kv.stream_plan(gpu)?;
+    let (_, smem) = var.pipeline_block(s.dim, (s.hq / s.hkv.max(1)) as u32);
     let cfg = LaunchConfig {
         grid: (plan.blocks, 1, 1),
         block: (v08::THREADS, 1, 1),
-        shared_bytes: v08::shared_bytes(s.dim as u32),
+        shared_bytes: smem,
     };
     let rows = plan.groups as usize * v08::HEADS as usize;
     let (o_len, len) = (rows * s.dim, rows * (s.dim + 2));
@@ -895,32 +978,47 @@ fn decode_stream_k(gpu: &Gpu, q: &Buf, kv: &PagedKv, out: &mut Buf) -> Result<()
             let (wo, wml) = ws.view_range_mut(0..len).split_at(o_len);
             // SAFETY: q, out, the caches and the table checked by PagedKv::new; the plan is
             // StreamPlan::new's for these lengths (pairs, tiles, partial groups, each
-            // block's first pair), the grid its blocks with v06's block and shared memory;
+            // block's first pair; v09 holds as many blocks an SM as v08, asserted in its
+            // file), the grid its blocks with the step's block and shared memory;
             // the workspace holds its groups' rows (HEADS rows of D f32 each, then as many
             // (m, l) pairs), the counters `pairs` u32 at 0, which the kernel leaves at 0.
+            // With v10, the maps describe the caches checked above (Bf16Tiles::new checked
+            // their alignment and row stride).
             unsafe {
-                gpu.launch(
-                    kernel,
-                    cfg,
-                    (
-                        q.view::<u16>(op)?,
-                        kv.k_cache.view::<u16>(op)?,
-                        kv.v_cache.view::<u16>(op)?,
-                        kv.table.view(),
-                        kv.lens.view(),
-                        out.view_mut::<u16>(op)?,
-                        wo,
-                        wml,
-                        s.hq as u32,
-                        s.hkv as u32,
-                        s.page_size as u32,
-                        s.max_pages as u32,
-                        s.scale(),
-                        plan_dev.view(),
-                        plan.pairs,
-                        counters.view_range_mut(0..n_counters),
+                let head = (
+                    q.view::<u16>(op)?,
+                    kv.k_cache.view::<u16>(op)?,
+                    kv.v_cache.view::<u16>(op)?,
+                    kv.table.view(),
+                    kv.lens.view(),
+                    out.view_mut::<u16>(op)?,
+                    wo,
+                    wml,
+                );
+                let (tail_a, tail_b) = (
+                    (s.hq as u32, s.hkv as u32, s.page_size as u32, s.max_pages as u32, s.scale()),
+                    (plan_dev.view(), plan.pairs, counters.view_range_mut(0..n_counters)),
+                );
+                match maps {
+                    Some((km, vm)) => gpu.launch(
+                        Variant::tma_stream_kernel(s.dim),
+                        cfg,
+                        (
+                            head.0, head.1, head.2, head.3, head.4, head.5, head.6, head.7,
+                            tail_a.0, tail_a.1, tail_a.2, tail_a.3, tail_a.4,
+                            tail_b.0, tail_b.1, tail_b.2, km, vm,
+                        ),
                     ),
-                )
+                    None => gpu.launch(
+                        var.stream_kernel(s.dim),
+                        cfg,
+                        (
+                            head.0, head.1, head.2, head.3, head.4, head.5, head.6, head.7,
+                            tail_a.0, tail_a.1, tail_a.2, tail_a.3, tail_a.4,
+                            tail_b.0, tail_b.1, tail_b.2,
+                        ),
+                    ),
+                }
             }
         })
     })
@@ -993,7 +1091,7 @@ mod unit_tests {
             // v07 and v08 combine in their own last blocks: one kernel.
             let splits = v == Variant::V03SplitK || (v.pipelined() && v != Variant::V07FusedCombine);
             assert_eq!(u.len(), 1 + splits as usize);
-            if !v.pipelined() && v != Variant::V08StreamK {
+            if !v.pipelined() && !v.streamed() {
                 assert!(u[0].shared_bytes <= 48 * 1024);
             }
         }
@@ -1136,6 +1234,12 @@ mod unit_tests {
         assert!((0..8).all(|q| (33..=34).contains(&p.pair_blocks(q).1)));
         assert_eq!(Variant::V08StreamK.stem(), "v08_stream_k");
         assert_eq!(Variant::V08StreamK.kernels(128).len(), 1);
+        assert_eq!(Variant::V09BulkCopy.stem(), "v09_bulk_copy");
+        assert_eq!(Variant::V10TmaPages.stem(), "v10_tma_pages");
+        assert_eq!(crate::ptx::first_arch_with(Variant::V10TmaPages.kernels(64)[0].name()), Some("sm_90a"));
+        // v09 only in the sm_90a PTX; v08 from sm_80.
+        assert_eq!(crate::ptx::first_arch_with(Variant::V09BulkCopy.kernels(128)[0].name()), Some("sm_90a"));
+        assert_eq!(crate::ptx::first_arch_with(Variant::V08StreamK.kernels(64)[0].name()), Some("sm_80"));
         let g16 = DecodeShape { hq: 16, hkv: 1, ..s };
         assert!(4 * shared_f32(Variant::V02GqaGrouped.warps(&g16) as u32, 128) <= 48 * 1024);
     }

@@ -65,7 +65,12 @@ mod unit_tests {
 /// transposition or swizzle bug shows here as a wrong output, before any GPU. It also
 /// checks what the GPU would not report: every copy inside its buffer and written once,
 /// every `ldmatrix` phase free of bank conflicts, every output element written once. The
-/// ring and the merge are v05's (verified on the GPU); a warp here takes every tile.
+/// ring and the merge are v05's (verified on the GPU); a warp here takes every tile. With
+/// `bulk`, v09's buffers instead: each key's row copied whole into a padded row
+/// (`v09_bulk_copy::row_bytes`), the keys past the context copies of its last, the padding
+/// left NaN (an `ldmatrix` that read it would spoil the output). With `Copy::TmaPages`,
+/// v10's: the 128-byte-swizzled sub-tiles TMA writes, the rows past the context NaN (a stale
+/// page's) until `zero_rows`'s pieces clear V's.
 #[cfg(test)]
 mod v06_emulation {
     use super::*;
@@ -78,6 +83,51 @@ mod v06_emulation {
     use rooflab_kernels::decode::v06_keys_as_rows::{
         HEADS, TILE, chunk_offset, k_lane_offset, st_key_head, v_lane_offset,
     };
+    use rooflab_kernels::decode::v09_bulk_copy as v09;
+    use rooflab_kernels::decode::v10_tma_pages as v10;
+
+    /// Which step's buffers the emulation fills.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Copy {
+        CpAsync,
+        BulkRows,
+        TmaPages,
+    }
+
+    /// v10's fill: row `r`'s chunk `c` at `chunk_at(r, c)`; past the context, NaN rows, then
+    /// (V) the kernel's zeroing pieces.
+    fn load_tma(buf: &mut [u16], rows: &[Option<&[f32]>], d: u32, is_v: bool) {
+        let mut seen = std::collections::HashSet::new();
+        for (r, row) in rows.iter().enumerate() {
+            for c in 0..d / 8 {
+                let at = v10::chunk_at(r as u32, c);
+                assert!(at + 16 <= v10::tile_bytes(d) && seen.insert(at));
+                for e in 0..8 {
+                    buf[(at / 2 + e) as usize] = to_bits(row.map_or(f32::NAN, |x| x[(8 * c + e) as usize]));
+                }
+            }
+        }
+        let valid = rows.iter().filter(|r| r.is_some()).count() as u32;
+        if is_v && valid < TILE {
+            for i in 0..v10::zero_pieces(valid, d) {
+                let at = v10::zero_piece_at(valid, i, d);
+                assert!(at + 16 <= v10::tile_bytes(d));
+                buf[(at / 2) as usize..(at / 2 + 8) as usize].fill(0);
+            }
+        }
+    }
+
+    /// v09's fill: row `r` of the tile (the key's cache row; past the context, its last key's)
+    /// at `r · row_bytes`, `2·D` bytes; the padding untouched.
+    fn load_bulk(buf: &mut [u16], rows: &[&[f32]], d: u32) {
+        for (r, row) in rows.iter().enumerate() {
+            let at = r as u32 * v09::row_bytes(d) / 2;
+            assert!((at + d) * 2 <= v09::tile_bytes(d));
+            for e in 0..d {
+                buf[(at + e) as usize] = to_bits(row[e as usize]);
+            }
+        }
+    }
 
     /// The kernel's `load_rows::<D, 1>`: lane `l` copies row `l / 2` (None: past the slice,
     /// zero-filled), chunks `2c + l % 2` at `chunk_offset(l, c % 4) + 128·(c / 4)`.
@@ -108,7 +158,9 @@ mod v06_emulation {
     /// One warp over sequence `b`'s whole context for KV head `kvh`, heads chunk `chunk`:
     /// the normalized rows `[HEADS][D]` (NaN where never written, heads past the group).
     #[allow(clippy::too_many_arguments)]
-    fn warp(s: &DecodeShape, q: &[f32], k: &[f32], v: &[f32], table: &[u32], len: u32, b: usize, kvh: usize, chunk: u32) -> Vec<f32> {
+    fn warp(s: &DecodeShape, q: &[f32], k: &[f32], v: &[f32], table: &[u32], len: u32, b: usize, kvh: usize, chunk: u32, copy: Copy) -> Vec<f32> {
+        let bulk = copy == Copy::BulkRows;
+        let tma = copy == Copy::TmaPages;
         let (d, ks) = (s.dim as u32, s.dim / 16);
         let group = (s.hq / s.hkv) as u32;
         let sl = s.scale() * std::f32::consts::LOG2_E;
@@ -132,24 +184,45 @@ mod v06_emulation {
             let page = table[b * s.max_pages + j as usize / s.page_size] as usize;
             ((page * s.page_size + j as usize % s.page_size) * s.hkv + kvh) * s.dim
         };
-        let tb = TILE * d * 2;
+        let tb = if bulk { v09::tile_bytes(d) } else { TILE * d * 2 };
+        let klo = |ln: u32, i: u32| match copy {
+            Copy::BulkRows => v09::k_lane_offset(d, ln, i),
+            Copy::TmaPages => v10::k_lane_offset(ln, i),
+            Copy::CpAsync => k_lane_offset(d, ln, i),
+        };
+        let vlo = |ln: u32, i: u32| match copy {
+            Copy::BulkRows => v09::v_lane_offset(d, ln, i),
+            Copy::TmaPages => v10::v_lane_offset(ln, i),
+            Copy::CpAsync => v_lane_offset(d, ln, i),
+        };
+        let jstride = if tma { v10::SUB_TILE_BYTES } else { 128 };
         let mut acc = vec![[[0.0f32; 4]; 32]; ks];
         let mut m = [[f32::NEG_INFINITY; 2]; 32];
         let mut l = [[0.0f32; 2]; 32];
         for j0 in (0..len).step_by(TILE as usize) {
-            let gather = |c: &'_ [f32]| -> Vec<u16> {
-                let rows: Vec<Option<&[f32]>> = (0..TILE)
-                    .map(|r| (j0 + r < len).then(|| &c[row_of(j0 + r)..][..s.dim]))
-                    .collect();
+            let gather = |c: &'_ [f32], is_v: bool| -> Vec<u16> {
                 let mut buf = vec![0x7fc0u16; (tb / 2) as usize];
-                load(&mut buf, &rows, d);
+                if tma {
+                    let rows: Vec<Option<&[f32]>> = (0..TILE)
+                        .map(|r| (j0 + r < len).then(|| &c[row_of(j0 + r)..][..s.dim]))
+                        .collect();
+                    load_tma(&mut buf, &rows, d, is_v);
+                } else if bulk {
+                    let rows: Vec<&[f32]> = (0..TILE).map(|r| &c[row_of((j0 + r).min(len - 1))..][..s.dim]).collect();
+                    load_bulk(&mut buf, &rows, d);
+                } else {
+                    let rows: Vec<Option<&[f32]>> = (0..TILE)
+                        .map(|r| (j0 + r < len).then(|| &c[row_of(j0 + r)..][..s.dim]))
+                        .collect();
+                    load(&mut buf, &rows, d);
+                }
                 buf
             };
-            let (kb, vb) = (gather(k), gather(v));
+            let (kb, vb) = (gather(k, false), gather(v, true));
             let mut sc = [[0.0f32; 4]; 32];
             let mut sc_odd = [[0.0f32; 4]; 32];
             for (kk, qk) in qf.iter().enumerate() {
-                let addr = std::array::from_fn(|ln| k_lane_offset(d, ln as u32, kk as u32 % 4) + 128 * (kk as u32 / 4));
+                let addr = std::array::from_fn(|ln| klo(ln as u32, kk as u32 % 4) + jstride * (kk as u32 / 4));
                 let a = ldmatrix_x4(&kb, &addr, (0, tb), false);
                 if kk % 2 == 0 {
                     sc = mma(&a, qk, &sc);
@@ -199,7 +272,7 @@ mod v06_emulation {
             let pb_hi: Lanes<[u32; 2]> = std::array::from_fn(|ln| [hi0[ln], hi1[ln]]);
             let pb_lo: Lanes<[u32; 2]> = std::array::from_fn(|ln| [lo0[ln], lo1[ln]]);
             for (i, ai) in acc.iter_mut().enumerate() {
-                let addr = std::array::from_fn(|ln| v_lane_offset(d, ln as u32, i as u32 % 4) + 128 * (i as u32 / 4));
+                let addr = std::array::from_fn(|ln| vlo(ln as u32, i as u32 % 4) + jstride * (i as u32 / 4));
                 let a = ldmatrix_x4(&vb, &addr, (0, tb), true);
                 *ai = mma(&a, &pb_hi, ai);
                 *ai = mma(&a, &pb_lo, ai);
@@ -233,9 +306,23 @@ mod v06_emulation {
     }
 
     /// Random problems (contexts around the tile and page sizes, shuffled pages, groups of
-    /// 4, 3 and 12): every warp's rows against the f64 reference.
+    /// 4, 3 and 12): every warp's rows against the f64 reference, in v06's buffers and v09's.
     #[test]
     fn v06_fragments_match_the_reference() {
+        fragments_match_the_reference(Copy::CpAsync);
+    }
+
+    #[test]
+    fn v09_fragments_match_the_reference() {
+        fragments_match_the_reference(Copy::BulkRows);
+    }
+
+    #[test]
+    fn v10_fragments_match_the_reference() {
+        fragments_match_the_reference(Copy::TmaPages);
+    }
+
+    fn fragments_match_the_reference(copy: Copy) {
         for (seed, (hq, hkv, dim, page_size, lens)) in [
             (32, 8, 128, 16, vec![1u32, 15, 16, 17, 100]),
             (3, 1, 64, 5, vec![33, 7]),
@@ -271,7 +358,7 @@ mod v06_emulation {
             for (b, &len) in lens.iter().enumerate() {
                 for kvh in 0..hkv {
                     for chunk in 0..group.div_ceil(HEADS as usize) as u32 {
-                        let got = warp(&s, &q, &k, &v, &table, len, b, kvh, chunk);
+                        let got = warp(&s, &q, &k, &v, &table, len, b, kvh, chunk, copy);
                         let heads = (group - chunk as usize * HEADS as usize).min(HEADS as usize);
                         let h0 = b * hq + kvh * group + chunk as usize * HEADS as usize;
                         let what = format!("Hq {hq} Hkv {hkv} D {dim} page {page_size}: seq {b} (len {len}) kv head {kvh} chunk {chunk}");

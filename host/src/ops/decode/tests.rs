@@ -44,7 +44,9 @@ pub fn pages_needed(lens: &[u32], page_size: usize) -> usize {
 /// `u32::MAX` (never read); with `Some(n)` the cache is `n` pages: pages of their own (a
 /// random choice of the n, in random order) when the contexts need at most n, else each
 /// entry drawn from them at random (sequences then share pages, as shared prefixes do). q,
-/// K, V are uniform in [-1, 1), rounded to bf16.
+/// K, V are uniform in [-1, 1), rounded to bf16; with `pool = None` the slots of a
+/// sequence's last page past its context hold NaN, as a served cache's stale rows may hold
+/// anything: a kernel that lets one into a sum fails the check.
 pub fn problem(
     gpu: &Gpu,
     h: Heads,
@@ -92,11 +94,21 @@ pub fn problem(
             .map(|x| Dtype::Bf16.quantize(x))
             .collect()
     };
-    let (qh, kh, vh) = (
+    let (qh, mut kh, mut vh) = (
         rand_bf16(shape.q_elements()),
         rand_bf16(shape.cache_elements()),
         rand_bf16(shape.cache_elements()),
     );
+    if pool.is_none() {
+        for (b, &len) in lens.iter().enumerate() {
+            let last = table[b * max_pages + (len as usize - 1) / ps] as usize;
+            for slot in last * ps + (len as usize - 1) % ps + 1..(last + 1) * ps {
+                let row = slot * h.hkv * h.dim..(slot + 1) * h.hkv * h.dim;
+                kh[row.clone()].fill(f32::NAN);
+                vh[row].fill(f32::NAN);
+            }
+        }
+    }
     let kv = PagedKv::new(
         gpu,
         shape,
@@ -119,6 +131,10 @@ pub fn problem(
 pub fn check(gpu: &Gpu, v: Variant, p: &Problem, seqs: &[usize]) -> Result<()> {
     let s = p.kv.shape;
     let mut out = Buf::alloc(gpu, Dtype::Bf16, s.q_elements())?;
+    // v10 takes page sizes that are multiples of 16 only: others are refused, before launch.
+    if v == Variant::V10TmaPages && !s.page_size.is_multiple_of(16) {
+        return expect_error(decode(gpu, v, &p.q, &p.kv, &mut out), &["page size", "multiple of 16", "v09"]);
+    }
     out.poison(gpu)?;
     decode(gpu, v, &p.q, &p.kv, &mut out)?;
     gpu.sync()?;
@@ -153,6 +169,21 @@ pub fn check(gpu: &Gpu, v: Variant, p: &Problem, seqs: &[usize]) -> Result<()> {
         .flat_map(|&b| got[b * row..(b + 1) * row].to_vec())
         .collect();
     compare_f32(&what, &got_seqs, &want, TOLERANCE.0, TOLERANCE.1).map_err(Error::Mismatch)
+}
+
+/// Whether step `v` cannot run on this GPU (v09 is in the sm_90a PTX only); when so, after
+/// checking that a launch is refused before anything runs, with a message naming what it
+/// needs. The step's tests then have nothing else to run here.
+fn refused_here(gpu: &Gpu, v: Variant) -> Result<bool> {
+    if gpu.runs(v.kernels(64)[0])? {
+        return Ok(false);
+    }
+    let h = Heads { hq: 8, hkv: 2, dim: 64, page_size: 16 };
+    let p = problem(gpu, h, &[3, 40], None, 1)?;
+    let mut out = Buf::alloc(gpu, Dtype::Bf16, p.kv.shape.q_elements())?;
+    expect_error(decode(gpu, v, &p.q, &p.kv, &mut out), &["sm_90a"])?;
+    eprintln!("  {}: not in this GPU's PTX; refused as expected", v.stem());
+    Ok(true)
 }
 
 /// The first `n` of the GPU's counters read back: all 0, or the first that is not.
@@ -193,6 +224,9 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
         t.push(GpuTest::new(
             format!("decode_{}_matches_cpu", v.stem()),
             move |gpu| {
+                if refused_here(gpu, v)? {
+                    return Ok(());
+                }
                 for (i, (h, lens)) in test_batches().into_iter().enumerate() {
                     let p = problem(gpu, h, &lens, None, seed + i as u64)?;
                     let all: Vec<usize> = (0..lens.len()).collect();
@@ -244,8 +278,13 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
         Variant::V06KeysAsRows,
         Variant::V07FusedCombine,
         Variant::V08StreamK,
+        Variant::V09BulkCopy,
+        Variant::V10TmaPages,
     ] {
         t.push(GpuTest::new(format!("decode_{}_head_chunks_match_cpu", v.stem()), move |gpu| {
+            if refused_here(gpu, v)? {
+                return Ok(());
+            }
             for (i, (hq, hkv, dim, page_size, lens)) in [
                 (12, 2, 128, 16, vec![700, 33]),
                 (32, 1, 64, 5, vec![97, 3000]),
@@ -283,40 +322,46 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
             counters_left_at_zero(gpu, "v07", lens.len() * h.hkv * plan.chunks as usize)
         },
     ));
-    // v08's plan on this GPU: pairs cut across blocks (the long context), blocks of many
-    // short pairs; three launches, the counters read back, then a second batch of other
-    // lengths through the same GPU's counters.
-    t.push(GpuTest::new(
-        format!("decode_{}_counters_return_to_zero", Variant::V08StreamK.stem()),
-        move |gpu| {
-            for (i, (dim, lens)) in [(64, vec![9000, 17, 1, 600]), (128, vec![40_000, 3, 2048])]
-                .into_iter()
-                .enumerate()
-            {
-                let h = Heads { hq: 32, hkv: 8, dim, page_size: 16 };
-                let p = problem(gpu, h, &lens, None, seed ^ (0x808 + i as u64))?;
-                let (plan, _) = p.kv.stream_plan(gpu)?;
-                let cut = (0..plan.pairs as usize).filter(|&q| plan.pair_blocks(q).1 > 1).count();
-                let shared = (0..plan.blocks as usize).any(|g| {
-                    let (_, t1, first) = plan.block(g);
-                    plan.buffer[first as usize + 1] < t1
-                });
-                if cut == 0 || !shared {
-                    return Err(Error::Other(format!(
-                        "lens {lens:?}: v08 planned {} blocks with {cut} pairs cut and no block \
-                         of several pairs = {}; this test needs both",
-                        plan.blocks, !shared
-                    )));
+    // v08's plan on this GPU (v09 runs the same): pairs cut across blocks (the long context),
+    // blocks of many short pairs; three launches, the counters read back, then a second batch
+    // of other lengths through the same GPU's counters.
+    for v in [Variant::V08StreamK, Variant::V09BulkCopy, Variant::V10TmaPages] {
+        t.push(GpuTest::new(
+            format!("decode_{}_counters_return_to_zero", v.stem()),
+            move |gpu| {
+                if refused_here(gpu, v)? {
+                    return Ok(());
                 }
-                let all: Vec<usize> = (0..lens.len()).collect();
-                for _ in 0..3 {
-                    check(gpu, Variant::V08StreamK, &p, &all)?;
+                for (i, (dim, lens)) in [(64, vec![9000, 17, 1, 600]), (128, vec![40_000, 3, 2048])]
+                    .into_iter()
+                    .enumerate()
+                {
+                    let h = Heads { hq: 32, hkv: 8, dim, page_size: 16 };
+                    let p = problem(gpu, h, &lens, None, seed ^ (0x808 + i as u64))?;
+                    let (plan, _) = p.kv.stream_plan(gpu)?;
+                    let cut = (0..plan.pairs as usize).filter(|&q| plan.pair_blocks(q).1 > 1).count();
+                    let shared = (0..plan.blocks as usize).any(|g| {
+                        let (_, t1, first) = plan.block(g);
+                        plan.buffer[first as usize + 1] < t1
+                    });
+                    if cut == 0 || !shared {
+                        return Err(Error::Other(format!(
+                            "lens {lens:?}: {} planned {} blocks with {cut} pairs cut and no block \
+                             of several pairs = {}; this test needs both",
+                            v.stem(),
+                            plan.blocks, !shared
+                        )));
+                    }
+                    let all: Vec<usize> = (0..lens.len()).collect();
+                    for _ in 0..3 {
+                        check(gpu, v, &p, &all)?;
+                    }
+                    counters_left_at_zero(gpu, v.stem(), plan.pairs as usize)?;
                 }
-                counters_left_at_zero(gpu, "v08", plan.pairs as usize)?;
-            }
-            Ok(())
-        },
-    ));
+                Ok(())
+            },
+        ));
+    }
     t.push(GpuTest::new(
         "decode_bad_input_is_refused_before_launch",
         |gpu| {
