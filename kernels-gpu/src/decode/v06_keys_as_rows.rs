@@ -300,6 +300,8 @@ pub(in crate::decode) mod dev {
         maps: [*const TensorMap; 2],
     ) -> u32 {
         const { assert!(D == 16 * KS && D.is_multiple_of(64) && KS <= 16) };
+        // v10's page slots come from the prefetched lookup (`slot_from`) only.
+        const { assert!(COPY != COPY_TMA_PAGES || PREFETCH) };
         let (bulk, tma) = (COPY == COPY_BULK_ROWS, COPY == COPY_TMA_PAGES);
         let mbar = bulk || tma;
         let d = D as u32;
