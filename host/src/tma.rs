@@ -151,6 +151,13 @@ impl Param<*const TensorMap> for TensorMapRef {
     }
 }
 
+/// No map (a null pointer): for an entry that takes maps only some of its steps read.
+impl Param<*const TensorMap> for Option<TensorMapRef> {
+    fn bits(&self) -> u64 {
+        self.map_or(0, |m| m.0)
+    }
+}
+
 /// Maps kept before the cache is emptied (after a synchronization: kernels in flight may
 /// still read them).
 const MAX_MAPS: usize = 4096;

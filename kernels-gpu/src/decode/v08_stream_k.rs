@@ -207,45 +207,11 @@ pub(in crate::decode) mod dev {
     }
 }
 
-/// `stream_k_entry! { /// docs  NAME, D, KS, UNROLL, BLOCKS, COPY [, maps] }`: decode's
-/// parameters with the workspace, then the plan, its pair count, and the counters (v08, v09
-/// as `COPY` says), and with `maps` the K and V caches' tensor maps (v10).
+/// `stream_k_entry! { /// docs  NAME, D, KS, UNROLL, BLOCKS, COPY }`: decode's parameters
+/// with the workspace, then the plan, its pair count, the counters, and the K and V caches'
+/// tensor maps (read by v10's TMA copies only; v08 and v09 are passed null ones).
 macro_rules! stream_k_entry {
     ($(#[$doc:meta])* $name:ident, $d:literal, $ks:literal, $u:expr, $blocks:expr, $copy:expr) => {
-        crate::kernel! {
-            $(#[$doc])*
-            pub unsafe fn $name(
-                q: *const u16,
-                k_cache: *const u16,
-                v_cache: *const u16,
-                block_table: *const u32,
-                context_lens: *const u32,
-                out: *mut u16,
-                ws_o: *mut f32,
-                ws_ml: *mut f32,
-                hq: u32,
-                hkv: u32,
-                page_size: u32,
-                max_pages: u32,
-                scale: f32,
-                plan: *const u32,
-                pairs: u32,
-                counters: *mut u32,
-            ) {
-                crate::gpu::launch_bounds::<{ THREADS }, { $blocks }>();
-                // SAFETY: forwarded; the host launches the plan's grid with the step's block
-                // and shared memory, the workspace and `pairs` zeroed counters.
-                unsafe {
-                    $crate::decode::v08_stream_k::dev::body::<$d, $ks, { $u }, { $copy }>(
-                        q, k_cache, v_cache, block_table, context_lens, out, ws_o, ws_ml, hq,
-                        hkv, page_size, max_pages, scale, plan, pairs, counters,
-                        [core::ptr::null(); 2],
-                    )
-                }
-            }
-        }
-    };
-    ($(#[$doc:meta])* $name:ident, $d:literal, $ks:literal, $u:expr, $blocks:expr, $copy:expr, maps) => {
         crate::kernel! {
             $(#[$doc])*
             pub unsafe fn $name(
@@ -269,8 +235,10 @@ macro_rules! stream_k_entry {
                 v_map: *const crate::tensor_map::TensorMap,
             ) {
                 crate::gpu::launch_bounds::<{ THREADS }, { $blocks }>();
-                // SAFETY: forwarded; as the arm above, and the maps describe the caches as
-                // (D, Hkv, page slots) in 64 × 1 × 16 boxes with the 128-byte swizzle.
+                // SAFETY: forwarded; the host launches the plan's grid with the step's block
+                // and shared memory, the workspace and `pairs` zeroed counters, and (v10) the
+                // maps of the caches as (D, Hkv, page slots) in 64 × 1 × 16 boxes with the
+                // 128-byte swizzle.
                 unsafe {
                     $crate::decode::v08_stream_k::dev::body::<$d, $ks, { $u }, { $copy }>(
                         q, k_cache, v_cache, block_table, context_lens, out, ws_o, ws_ml, hq,

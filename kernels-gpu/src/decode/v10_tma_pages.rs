@@ -169,7 +169,7 @@ pub(in crate::decode) mod tma {
 
 super::v08_stream_k::stream_k_entry! { /// v10 at head dim 64 (sm_90a only).
     #[cfg(target_feature = "sm_90a")]
-    decode_v10_tma_pages_d64, 64, 4, COMBINE_UNROLL, MIN_BLOCKS_D64, super::v06_keys_as_rows::COPY_TMA_PAGES, maps }
+    decode_v10_tma_pages_d64, 64, 4, COMBINE_UNROLL, MIN_BLOCKS_D64, super::v06_keys_as_rows::COPY_TMA_PAGES }
 super::v08_stream_k::stream_k_entry! { /// v10 at head dim 128 (sm_90a only).
     #[cfg(target_feature = "sm_90a")]
-    decode_v10_tma_pages_d128, 128, 8, COMBINE_UNROLL, MIN_BLOCKS_D128, super::v06_keys_as_rows::COPY_TMA_PAGES, maps }
+    decode_v10_tma_pages_d128, 128, 8, COMBINE_UNROLL, MIN_BLOCKS_D128, super::v06_keys_as_rows::COPY_TMA_PAGES }

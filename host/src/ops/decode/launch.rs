@@ -142,29 +142,9 @@ pub type FusedKernel = Kernel<(
     *mut u32,
 )>;
 
-/// v08's and v09's kernels: decode's parameters with the workspace, then the plan, its pair
-/// count and the counters.
+/// v08-v10's kernels: decode's parameters with the workspace, then the plan, its pair count,
+/// the counters and the caches' tensor maps (v10's; null for v08 and v09).
 pub type StreamKernel = Kernel<(
-    *const u16,
-    *const u16,
-    *const u16,
-    *const u32,
-    *const u32,
-    *mut u16,
-    *mut f32,
-    *mut f32,
-    u32,
-    u32,
-    u32,
-    u32,
-    f32,
-    *const u32,
-    u32,
-    *mut u32,
-)>;
-
-/// v10's kernels: v08's parameters, then the K and V caches' tensor maps.
-pub type TmaStreamKernel = Kernel<(
     *const u16,
     *const u16,
     *const u16,
@@ -427,22 +407,16 @@ impl Variant {
         matches!(self, Variant::V08StreamK | Variant::V09BulkCopy | Variant::V10TmaPages)
     }
 
-    /// v10's kernel for head dim `dim`.
-    pub fn tma_stream_kernel(dim: usize) -> TmaStreamKernel {
-        if dim == 128 {
-            v10::decode_v10_tma_pages_d128
-        } else {
-            v10::decode_v10_tma_pages_d64
-        }
-    }
 
-    /// v08's or (`V09BulkCopy`) v09's kernel for head dim `dim`.
+    /// v08's, v09's or v10's kernel for head dim `dim` (v08's for any other step).
     pub fn stream_kernel(self, dim: usize) -> StreamKernel {
-        match (self == Variant::V09BulkCopy, dim) {
-            (true, 128) => v09::decode_v09_bulk_copy_d128,
-            (true, _) => v09::decode_v09_bulk_copy_d64,
-            (false, 128) => v08::decode_v08_stream_k_d128,
-            (false, _) => v08::decode_v08_stream_k_d64,
+        match (self, dim) {
+            (Variant::V09BulkCopy, 128) => v09::decode_v09_bulk_copy_d128,
+            (Variant::V09BulkCopy, _) => v09::decode_v09_bulk_copy_d64,
+            (Variant::V10TmaPages, 128) => v10::decode_v10_tma_pages_d128,
+            (Variant::V10TmaPages, _) => v10::decode_v10_tma_pages_d64,
+            (_, 128) => v08::decode_v08_stream_k_d128,
+            (_, _) => v08::decode_v08_stream_k_d64,
         }
     }
 
@@ -470,8 +444,9 @@ impl Variant {
         match self {
             Variant::V03SplitK => Self::partial_kernel(dim).id(),
             Variant::V07FusedCombine => Self::fused_kernel(dim).id(),
-            Variant::V08StreamK | Variant::V09BulkCopy => self.stream_kernel(dim).id(),
-            Variant::V10TmaPages => Self::tma_stream_kernel(dim).id(),
+            Variant::V08StreamK | Variant::V09BulkCopy | Variant::V10TmaPages => {
+                self.stream_kernel(dim).id()
+            }
             Variant::V04VectorizedPipeline | Variant::V05MmaHeads | Variant::V06KeysAsRows => {
                 self.pipeline_kernel(dim, 4).id()
             }
@@ -509,12 +484,7 @@ impl Variant {
     pub fn kernel_uses(self, s: &DecodeShape) -> Vec<KernelUse> {
         if self.streamed() {
             let (_, smem) = self.pipeline_block(s.dim, (s.hq / s.hkv.max(1)) as u32);
-            let k = if self == Variant::V10TmaPages {
-                Self::tma_stream_kernel(s.dim).id()
-            } else {
-                self.stream_kernel(s.dim).id()
-            };
-            return vec![KernelUse::new(k, v08::THREADS, smem)];
+            return vec![KernelUse::new(self.stream_kernel(s.dim), v08::THREADS, smem)];
         }
         if self == Variant::V07FusedCombine {
             let (_, smem) = self.pipeline_block(s.dim, (s.hq / s.hkv.max(1)) as u32);
@@ -932,7 +902,7 @@ fn decode_fused(gpu: &Gpu, q: &Buf, kv: &PagedKv, out: &mut Buf, plan: PipelineP
 fn decode_stream_k(gpu: &Gpu, var: Variant, q: &Buf, kv: &PagedKv, out: &mut Buf) -> Result<()> {
     let s = kv.shape;
     let tma = var == Variant::V10TmaPages;
-    let kernel = var.main_kernel(s.dim);
+    let kernel = var.stream_kernel(s.dim);
     let op = kernel.name();
     // v09 and v10 are in the sm_90a PTX only: said before anything is planned or launched.
     gpu.available(kernel)?;
@@ -956,9 +926,9 @@ fn decode_stream_k(gpu: &Gpu, var: Variant, q: &Buf, kv: &PagedKv, out: &mut Buf
                 .with_box_planes(op, v10::TILE)?;
             gpu.tensor_map(t)
         };
-        Some((map("K cache", &kv.k_cache)?, map("V cache", &kv.v_cache)?))
+        (Some(map("K cache", &kv.k_cache)?), Some(map("V cache", &kv.v_cache)?))
     } else {
-        None
+        (None, None)
     };
     if s.batch == 0 {
         return Ok(());
@@ -983,42 +953,32 @@ fn decode_stream_k(gpu: &Gpu, var: Variant, q: &Buf, kv: &PagedKv, out: &mut Buf
             // the workspace holds its groups' rows (HEADS rows of D f32 each, then as many
             // (m, l) pairs), the counters `pairs` u32 at 0, which the kernel leaves at 0.
             // With v10, the maps describe the caches checked above (Bf16Tiles::new checked
-            // their alignment and row stride).
+            // their alignment and row stride); v08 and v09 never read theirs (null).
             unsafe {
-                let head = (
-                    q.view::<u16>(op)?,
-                    kv.k_cache.view::<u16>(op)?,
-                    kv.v_cache.view::<u16>(op)?,
-                    kv.table.view(),
-                    kv.lens.view(),
-                    out.view_mut::<u16>(op)?,
-                    wo,
-                    wml,
-                );
-                let (tail_a, tail_b) = (
-                    (s.hq as u32, s.hkv as u32, s.page_size as u32, s.max_pages as u32, s.scale()),
-                    (plan_dev.view(), plan.pairs, counters.view_range_mut(0..n_counters)),
-                );
-                match maps {
-                    Some((km, vm)) => gpu.launch(
-                        Variant::tma_stream_kernel(s.dim),
-                        cfg,
-                        (
-                            head.0, head.1, head.2, head.3, head.4, head.5, head.6, head.7,
-                            tail_a.0, tail_a.1, tail_a.2, tail_a.3, tail_a.4,
-                            tail_b.0, tail_b.1, tail_b.2, km, vm,
-                        ),
+                gpu.launch(
+                    kernel,
+                    cfg,
+                    (
+                        q.view::<u16>(op)?,
+                        kv.k_cache.view::<u16>(op)?,
+                        kv.v_cache.view::<u16>(op)?,
+                        kv.table.view(),
+                        kv.lens.view(),
+                        out.view_mut::<u16>(op)?,
+                        wo,
+                        wml,
+                        s.hq as u32,
+                        s.hkv as u32,
+                        s.page_size as u32,
+                        s.max_pages as u32,
+                        s.scale(),
+                        plan_dev.view(),
+                        plan.pairs,
+                        counters.view_range_mut(0..n_counters),
+                        maps.0,
+                        maps.1,
                     ),
-                    None => gpu.launch(
-                        var.stream_kernel(s.dim),
-                        cfg,
-                        (
-                            head.0, head.1, head.2, head.3, head.4, head.5, head.6, head.7,
-                            tail_a.0, tail_a.1, tail_a.2, tail_a.3, tail_a.4,
-                            tail_b.0, tail_b.1, tail_b.2,
-                        ),
-                    ),
-                }
+                )
             }
         })
     })
