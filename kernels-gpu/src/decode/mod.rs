@@ -25,6 +25,8 @@ pub mod v07_fused_combine;
 pub mod v08_stream_k;
 pub mod v09_bulk_copy;
 pub mod v10_tma_pages;
+/// Not a step: a copy-only read of the cache's bytes in decode's access pattern.
+pub mod probe_read;
 
 /// The head dims the kernels are built for.
 pub const HEAD_DIMS: [u32; 2] = [64, 128];

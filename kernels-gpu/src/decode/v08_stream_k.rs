@@ -44,7 +44,13 @@ pub const MIN_BLOCKS_D64: u32 = 2;
 
 /// Blocks an SM holds at head dim `d`: v06's shared memory, this step's register caps.
 pub const fn resident_blocks(d: u32) -> u32 {
-    let by_smem = super::v04_vectorized_pipeline::resident_blocks(shared_bytes(d));
+    resident_blocks_with(shared_bytes(d), d)
+}
+
+/// Blocks an SM holds for a block of `shared` bytes at head dim `d` under this step's
+/// register caps (v09 and v10 keep the caps and bring their own shared memory).
+pub const fn resident_blocks_with(shared: u32, d: u32) -> u32 {
+    let by_smem = super::v04_vectorized_pipeline::resident_blocks(shared);
     let by_regs = if d == 128 { MIN_BLOCKS_D128 } else { MIN_BLOCKS_D64 };
     if by_smem < by_regs { by_smem } else { by_regs }
 }

@@ -60,9 +60,7 @@ pub const fn shared_bytes(d: u32) -> u32 {
 
 /// Blocks an SM holds at head dim `d`: this step's shared memory, v08's register caps.
 pub const fn resident_blocks(d: u32) -> u32 {
-    let by_smem = super::v04_vectorized_pipeline::resident_blocks(shared_bytes(d));
-    let by_regs = if d == 128 { MIN_BLOCKS_D128 } else { MIN_BLOCKS_D64 };
-    if by_smem < by_regs { by_smem } else { by_regs }
+    super::v08_stream_k::resident_blocks_with(shared_bytes(d), d)
 }
 
 // The merge area fits inside the rings (the barriers past them survive every segment), and

@@ -62,9 +62,7 @@ pub const fn rings_at(base: u32) -> u32 {
 
 /// Blocks an SM holds at head dim `d`: this step's shared memory, v08's register caps.
 pub const fn resident_blocks(d: u32) -> u32 {
-    let by_smem = super::v04_vectorized_pipeline::resident_blocks(shared_bytes(d));
-    let by_regs = if d == 128 { MIN_BLOCKS_D128 } else { MIN_BLOCKS_D64 };
-    if by_smem < by_regs { by_smem } else { by_regs }
+    super::v08_stream_k::resident_blocks_with(shared_bytes(d), d)
 }
 
 // As v09: the merge area inside the rings, as many blocks an SM as v08 (one plan serves all).

@@ -325,31 +325,35 @@ pub unsafe fn mbarrier_arrive(bar: u32) {
     unsafe { asm!("mbarrier.arrive.shared::cta.b64 _, [{0}];", in(reg32) bar, options(nostack)) };
 }
 
-/// Wait until the phase of parity `parity` (0 or 1) of the mbarrier `bar` has completed
-/// (`mbarrier.try_wait.parity`, which itself waits a while in hardware before returning).
-/// A barrier still in its first phase counts its "previous phase" (parity 1) as complete,
-/// which is what lets a producer wait on empty stages from the start.
+/// One `mbarrier.try_wait.parity` on the mbarrier `bar`: true once the phase of parity
+/// `parity` (0 or 1) has completed. The instruction itself waits a while in hardware before
+/// it answers false. A barrier still in its first phase counts its "previous phase" (parity
+/// 1) as complete, which is what lets a producer wait on empty stages from the start.
+#[inline(always)]
+pub unsafe fn mbarrier_try_wait(bar: u32, parity: u32) -> bool {
+    let done: u32;
+    // SAFETY: forwarded from the caller. No label inside the asm: inlined copies would
+    // clash; the callers' loops are Rust's.
+    unsafe {
+        asm!(
+            "{{",
+            ".reg .pred p;",
+            "mbarrier.try_wait.parity.shared::cta.b64 p, [{1}], {2};",
+            "selp.u32 {0}, 1, 0, p;",
+            "}}",
+            out(reg32) done, in(reg32) bar, in(reg32) parity,
+            options(nostack)
+        )
+    };
+    done != 0
+}
+
+/// Wait until the phase of parity `parity` of the mbarrier `bar` has completed
+/// ([`mbarrier_try_wait`] until it answers true).
 #[inline(always)]
 pub unsafe fn mbarrier_wait(bar: u32, parity: u32) {
-    loop {
-        let done: u32;
-        // SAFETY: forwarded from the caller. No label inside the asm: inlined copies would
-        // clash; the loop is Rust's.
-        unsafe {
-            asm!(
-                "{{",
-                ".reg .pred p;",
-                "mbarrier.try_wait.parity.shared::cta.b64 p, [{1}], {2};",
-                "selp.u32 {0}, 1, 0, p;",
-                "}}",
-                out(reg32) done, in(reg32) bar, in(reg32) parity,
-                options(nostack)
-            )
-        };
-        if done != 0 {
-            return;
-        }
-    }
+    // SAFETY: forwarded from the caller.
+    while !unsafe { mbarrier_try_wait(bar, parity) } {}
 }
 
 /// [`mbarrier_wait`] that gives up: after `tries` unsuccessful `try_wait`s (each of which
@@ -359,23 +363,8 @@ pub unsafe fn mbarrier_wait(bar: u32, parity: u32) {
 #[inline(always)]
 pub unsafe fn mbarrier_wait_or_trap(bar: u32, parity: u32, tries: u32) {
     let mut n = 0u32;
-    loop {
-        let done: u32;
-        // SAFETY: as `mbarrier_wait`.
-        unsafe {
-            asm!(
-                "{{",
-                ".reg .pred p;",
-                "mbarrier.try_wait.parity.shared::cta.b64 p, [{1}], {2};",
-                "selp.u32 {0}, 1, 0, p;",
-                "}}",
-                out(reg32) done, in(reg32) bar, in(reg32) parity,
-                options(nostack)
-            )
-        };
-        if done != 0 {
-            return;
-        }
+    // SAFETY: forwarded from the caller.
+    while !unsafe { mbarrier_try_wait(bar, parity) } {
         n += 1;
         if n >= tries {
             // SAFETY: `trap` ends the kernel.

@@ -10,6 +10,8 @@ use crate::error::Result;
 use crate::gpu::Gpu;
 use crate::tensor::{Buf, Dtype};
 use super::peer::DECODE_SDPA;
+use super::probe::{PROBES, Probe, ProbeRun};
+use crate::cost::{Bytes, Cost, Flops};
 use rand::Rng;
 
 /// The bench's heads: a Llama-style GQA layer.
@@ -50,6 +52,34 @@ impl Workload for DecodeWork {
     }
 }
 
+/// The probe rows' ladder (their own: the decode ladder's baseline stays v01).
+pub const PROBE_LADDER: &str = "decode_probe";
+
+/// The probe's bytes: the K and V rows of the contexts (the ladder's floor without q and
+/// out), the block-table entries and one u32 a block (not counted: a fraction of a percent).
+fn probe_cost(s: &super::launch::DecodeShape, lens: &[u32]) -> Cost {
+    let keys: u64 = lens.iter().map(|&l| l as u64).sum();
+    let pages: u64 = lens.iter().map(|&l| (l as u64).div_ceil(s.page_size as u64)).sum();
+    Cost::new(
+        Flops(0),
+        Bytes::of::<u16>(2 * keys * (s.hkv * s.dim) as u64) + Bytes::of::<u32>(pages + lens.len() as u64),
+    )
+}
+
+struct ProbeWork {
+    p: Problem,
+    run: ProbeRun,
+}
+
+impl Workload for ProbeWork {
+    fn check(&mut self, gpu: &Gpu) -> Result<()> {
+        self.run.check(gpu, &self.p.kv)
+    }
+    fn launch(&mut self, gpu: &Gpu, _i: usize) -> Result<()> {
+        self.run.run(gpu, &self.p.kv)
+    }
+}
+
 /// (batch, L) of the bench; `--quick`: two; `size` sets L at batch 64.
 pub fn shapes(quick: bool, size: Option<u64>) -> Vec<(usize, u32)> {
     match size {
@@ -85,6 +115,26 @@ pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
             num_pages: POOL_PAGES,
             max_pages: (l as usize).div_ceil(HEADS.page_size),
         };
+        // The copy-only probe: the same K and V bytes read in decode's pattern, as whole
+        // rows and as a contiguous stream (no peer: there is no op to compare).
+        for probe in PROBES {
+            let lens = lens.clone();
+            out.push(Case {
+                family: super::FAMILY.name,
+                variant: probe.row_variant(HEADS.dim),
+                kernels: vec![Probe::kernel_use()],
+                ladder: PROBE_LADDER,
+                shape: format!("batch {batch} L {l}"),
+                note: format!("copy-only probe, {}; {} keys", probe.name().replace('_', " "), lens.iter().map(|&x| x as u64).sum::<u64>()),
+                cost: probe_cost(&s, &lens),
+                torch: None,
+                prepare: Box::new(move |gpu: &Gpu| {
+                    let p = problem(gpu, HEADS, &lens, Some(POOL_PAGES), seed ^ 0xdec0)?;
+                    let run = ProbeRun::new(gpu, probe, &p.kv)?;
+                    Ok(Box::new(ProbeWork { p, run }) as Box<dyn Workload>)
+                }),
+            });
+        }
         for v in LADDER {
             let lens = lens.clone();
             let cost = v.modelled(&s, &lens);
@@ -133,15 +183,15 @@ mod unit_tests {
 
     #[test]
     fn cases_cover_the_ladder() {
-        assert_eq!(cases(false, None, 1).len(), 12 * LADDER.len());
+        assert_eq!(cases(false, None, 1).len(), 12 * (LADDER.len() + PROBES.len()));
         assert!(cases(false, None, 1).iter().any(|c| c.kernels.len() == 2));
-        assert_eq!(cases(true, None, 1).len(), 2 * LADDER.len());
+        assert_eq!(cases(true, None, 1).len(), 2 * (LADDER.len() + PROBES.len()));
         let l = lengths(64, 4096, 7);
         assert!(l.iter().all(|&x| (1..=4096).contains(&x)));
         assert_eq!(l[0], 4096);
         assert_eq!(l, lengths(64, 4096, 7), "seeded");
         // The peer gets the row's own lengths.
-        let c = cases(false, None, 1);
+        let c: Vec<Case> = cases(false, None, 1).into_iter().filter(|c| c.ladder == "decode").collect();
         let spec = c[0].torch.as_ref().unwrap();
         assert_eq!(spec.op, DECODE_SDPA);
         assert_eq!(spec.shape, vec![1, 32, 8, 128]);

@@ -7,12 +7,14 @@
 //! output; drop it from the batch). Numerical contract and tolerance as `attention`'s (bf16
 //! in and out, f32 inside, against an f64 reference).
 //!
-//! One file per concern: [`launch`], [`reference`], [`cost`], [`bench`], [`tests`].
+//! One file per concern: [`launch`], [`reference`], [`cost`], [`bench`], [`tests`]; [`probe`]
+//! is the copy-only read of the same bytes the bench shows beside the ladder.
 
 pub mod bench;
 pub mod cost;
 pub mod launch;
 pub mod peer;
+pub mod probe;
 pub mod reference;
 pub mod tests;
 

@@ -6,7 +6,9 @@ use rand::Rng;
 use rand::seq::SliceRandom;
 
 use super::launch::{DecodeShape, LADDER, PagedKv, PipelinePlan, Variant, decode};
+use super::probe::{PROBES, ProbeRun};
 use super::reference::decode_ref;
+use rooflab_kernels::decode::probe_read::decode_probe_read;
 use crate::check::{compare_f32, random_f32, rng};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
@@ -244,6 +246,24 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
             },
         ));
     }
+    // The copy-only probe: every walk's block sums add up to the caches' rows (their bits),
+    // at the ladder's batches, with pages shared, and a page size it cannot walk refused.
+    t.push(GpuTest::new(format!("decode_{}_matches_cpu", decode_probe_read.stem()), move |gpu| {
+        let mut batches = test_batches();
+        batches.push((Heads { hq: 8, hkv: 2, dim: 128, page_size: 16 }, vec![40, 1000, 3, 4097]));
+        for (i, (h, lens)) in batches.into_iter().enumerate() {
+            let shared = (i % 2 == 1).then_some(pages_needed(&lens, h.page_size) / 2 + 1);
+            let p = problem(gpu, h, &lens, shared, seed ^ (0x9b0 + i as u64))?;
+            for probe in PROBES {
+                if !h.page_size.is_power_of_two() {
+                    expect_error(ProbeRun::new(gpu, probe, &p.kv).map(|_| ()), &["powers of two", "page 7"])?;
+                    continue;
+                }
+                ProbeRun::new(gpu, probe, &p.kv)?.check(gpu, &p.kv)?;
+            }
+        }
+        Ok(())
+    }));
     // v03's split path on any GPU: one sequence, one KV head pair, a long context.
     t.push(GpuTest::new(
         format!("decode_{}_splits_match_cpu", Variant::V03SplitK.stem()),
