@@ -8,10 +8,11 @@
 //! (the block table and lengths are the step's metadata, reused by every layer, as
 //! FlashInfer's `plan`; `PagedKv::stream_plan`):
 //! - the work is the (sequence, KV head, chunk) pairs' tiles of `TILE` keys laid end to
-//!   end, packed into at most as many blocks as the GPU holds at once, each of at most `C`
-//!   tiles (the smallest `C ≥ MIN_TILES_PER_BLOCK` whose packing fits); a pair of at most
-//!   `MIN_TILES_PER_BLOCK` tiles is never cut, a longer one fills what is left of the open
-//!   block and then blocks of its own;
+//!   end, packed into at most as many blocks as the GPU holds at once, each of a cost of at
+//!   most `C` (the smallest whose packing fits): a block's cost is its segments' tiles in
+//!   whole rounds of its warps plus `SEGMENT_COST_TILES` a segment, so a block of many short
+//!   pairs takes fewer tiles; a pair of at most `MIN_TILES_PER_BLOCK` tiles is never cut, a
+//!   longer one fills what is left of the open block and then blocks of its own;
 //! - a block's range crosses pairs: each piece (a segment) is one v06 pass (rings, Sᵀ,
 //!   online softmax, Oᵀ, merge across warps); a pair inside one block writes `out`
 //!   directly, a pair cut across `n` blocks leaves `n` partial rows a head, and the last of
@@ -59,6 +60,14 @@ pub const fn resident_blocks_with(shared: u32, d: u32) -> u32 {
 /// shortest split (shorter ranges spend more on the rings' fill and the partial rows than
 /// on keys).
 pub const MIN_TILES_PER_BLOCK: u32 = 32;
+/// What a segment costs a block beyond its tiles, in tiles, when the host packs the plan:
+/// one round of the block's warps (each segment fills its rings from DRAM and drains them,
+/// then merges across warps). Measured (H100, 2026-12-07 21:10, v10,
+/// `docs/runs/2026-12-07-h100-2110-decode-plan.txt`): packed by tiles alone, 83.5% of the
+/// roof at batch 64 × L 4096 and 55.3% at L 1024; charging 0 / 8 / 16 tiles a segment,
+/// 86.3 / 89.6 / 91.4% and 60.3 / 71.5 / 76.6%; batch 1 × L 32768 (one segment a block)
+/// within the runs' spread. 16 is the next candidate (its GPU tests are still to run).
+pub const SEGMENT_COST_TILES: u32 = WARPS;
 /// Partial rows a pair's last block reads at once per head.
 pub const COMBINE_UNROLL: usize = 8;
 

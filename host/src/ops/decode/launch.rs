@@ -166,8 +166,8 @@ pub type StreamKernel = Kernel<(
 )>;
 
 /// v08's plan of a step (`v08_stream_k`'s header): the (sequence, KV head, chunk) pairs'
-/// tiles laid end to end and packed into at most one wave of blocks of at most
-/// `tiles_per_block` tiles each.
+/// tiles laid end to end and packed into at most one wave of blocks of equal cost ([`pack`]),
+/// so at most `tiles_per_block` tiles each.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StreamPlan {
     pub pairs: u32,
@@ -181,24 +181,32 @@ pub struct StreamPlan {
 }
 
 /// Each block's first tile for pairs starting at `starts[p]` (`starts[p + 1]` the next),
-/// packed into blocks of at most `c` tiles: a pair fills what is left of the open block when
-/// that is at least `MIN_TILES_PER_BLOCK` tiles (or the whole pair), then blocks of its own.
-/// So a pair of at most `MIN_TILES_PER_BLOCK` tiles is never cut: it fits where it starts.
+/// packed into blocks of a cost of at most `c`, in tiles: a piece of a pair (a segment)
+/// costs its tiles rounded up to whole rounds of the block's warps (`v08::WARPS` tiles: warp
+/// w takes the segment's tiles w, w + WARPS, ..) plus `v08::SEGMENT_COST_TILES` (the ring's
+/// fill and drain and the merge across warps, which every segment pays). A pair fills what
+/// is left of the open block when that holds at least `MIN_TILES_PER_BLOCK` tiles (or the
+/// whole pair), then blocks of its own; cut pieces are whole rounds. So a pair of at most
+/// `MIN_TILES_PER_BLOCK` tiles is never cut: it fits where it starts. Needs
+/// `c ≥ MIN_TILES_PER_BLOCK + SEGMENT_COST_TILES`.
 fn pack(starts: &[u32], c: u32) -> Vec<u32> {
-    let min = v08::MIN_TILES_PER_BLOCK;
+    let (min, w, seg) = (v08::MIN_TILES_PER_BLOCK, v08::WARPS, v08::SEGMENT_COST_TILES);
+    let cost = |tiles: u32| seg + tiles.div_ceil(w) * w;
+    // Tiles a segment may hold in a block whose cost so far is `fill`: whole rounds.
+    let room = |fill: u32| c.saturating_sub(fill.saturating_add(seg)) / w * w;
     let mut blocks = Vec::new();
-    // Tiles in the open block (0: none open; a full one takes nothing more either way).
+    // Cost of the open block (0: none open; a full one takes nothing more either way).
     let mut fill = 0u32;
-    for w in starts.windows(2) {
-        let (mut pos, mut rem) = (w[0], w[1] - w[0]);
-        if fill > 0 && c - fill >= rem.min(min) {
-            let take = rem.min(c - fill);
-            (pos, rem, fill) = (pos + take, rem - take, fill + take);
+    for p in starts.windows(2) {
+        let (mut pos, mut rem) = (p[0], p[1] - p[0]);
+        if fill > 0 && (cost(rem) <= c - fill || room(fill) >= min) {
+            let take = if cost(rem) <= c - fill { rem } else { room(fill) };
+            (pos, rem, fill) = (pos + take, rem - take, fill + cost(take));
         }
         while rem > 0 {
-            let take = rem.min(c);
+            let take = rem.min(room(0));
             blocks.push(pos);
-            (pos, rem, fill) = (pos + take, rem - take, take);
+            (pos, rem, fill) = (pos + take, rem - take, cost(take));
         }
     }
     blocks
@@ -206,8 +214,9 @@ fn pack(starts: &[u32], c: u32) -> Vec<u32> {
 
 impl StreamPlan {
     /// The plan for contexts `lens` on a GPU of `sms` SMs: pair `p = (b·Hkv + kvh)·chunks +
-    /// chunk` has `⌈lens[b] / TILE⌉` tiles; the smallest block size (at least
-    /// `MIN_TILES_PER_BLOCK`) whose packing needs no more blocks than the GPU holds at once.
+    /// chunk` has `⌈lens[b] / TILE⌉` tiles; the smallest block cost (room for at least
+    /// `MIN_TILES_PER_BLOCK` tiles in one segment) whose packing needs no more blocks than the
+    /// GPU holds at once.
     pub fn new(s: &DecodeShape, lens: &[u32], sms: u32) -> Result<StreamPlan> {
         let op = v08::decode_v08_stream_k_d128.name();
         let too_large = |what: &str, value: u64| Error::TooLarge {
@@ -237,8 +246,11 @@ impl StreamPlan {
         starts.push(t as u32);
         let total = t as u32;
         let slots = (sms * v08::resident_blocks(s.dim as u32)).max(1);
-        // The packing needs fewer blocks as they grow (all of it in one at `total`).
-        let (mut lo, mut hi) = (total.div_ceil(slots).max(v08::MIN_TILES_PER_BLOCK), total.max(v08::MIN_TILES_PER_BLOCK));
+        // The packing needs fewer blocks as they grow: all of it in one at the cost of every
+        // pair as one segment (at most u32::MAX / 8 tiles and pairs, so within u32).
+        let floor = v08::MIN_TILES_PER_BLOCK + v08::SEGMENT_COST_TILES;
+        let one_block = (total as u64 + pairs * (v08::SEGMENT_COST_TILES + v08::WARPS) as u64).min(u32::MAX as u64) as u32;
+        let (mut lo, mut hi) = (total.div_ceil(slots).max(floor), one_block.max(floor));
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             if pack(&starts, mid).len() as u32 <= slots {
@@ -249,6 +261,7 @@ impl StreamPlan {
         }
         let c = lo;
         let mut block_start = pack(&starts, c);
+        let tiles_per_block = (c - v08::SEGMENT_COST_TILES) / v08::WARPS * v08::WARPS;
         let blocks = block_start.len() as u32;
         block_start.push(total);
         let np = pairs as usize;
@@ -281,7 +294,7 @@ impl StreamPlan {
         Ok(StreamPlan {
             pairs: pairs as u32,
             tiles: total,
-            tiles_per_block: c,
+            tiles_per_block,
             blocks,
             groups,
             buffer,
@@ -1189,9 +1202,9 @@ mod unit_tests {
         // Batch 1 × L 32768 at D 128 on 132 SMs: 16384 tiles in one wave of at most 264
         // blocks, about 33 partial rows a head.
         let p = StreamPlan::new(&one, &[32768], 132).unwrap();
-        assert_eq!((p.tiles, p.tiles_per_block), (16384, 63));
+        assert_eq!((p.tiles, p.tiles_per_block), (16384, 64));
         assert!(p.blocks <= 264);
-        assert!((0..8).all(|q| (33..=34).contains(&p.pair_blocks(q).1)));
+        assert!((0..8).all(|q| p.pair_blocks(q).1 == 32));
         assert_eq!(Variant::V08StreamK.stem(), "v08_stream_k");
         assert_eq!(Variant::V08StreamK.kernels(128).len(), 1);
         assert_eq!(Variant::V09BulkCopy.stem(), "v09_bulk_copy");
