@@ -11,7 +11,7 @@ use crate::gpu::Gpu;
 use crate::tensor::{Buf, Dtype};
 use super::peer::DECODE_SDPA;
 use super::probe::{PROBES, Probe, ProbeRun};
-use crate::cost::{Bytes, Cost, Flops};
+use crate::cost::{Cost, Flops};
 use rand::Rng;
 
 /// The bench's heads: a Llama-style GQA layer.
@@ -54,17 +54,6 @@ impl Workload for DecodeWork {
 
 /// The probe rows' ladder (their own: the decode ladder's baseline stays v01).
 pub const PROBE_LADDER: &str = "decode_probe";
-
-/// The probe's bytes: the K and V rows of the contexts (the ladder's floor without q and
-/// out), the block-table entries and one u32 a block (not counted: a fraction of a percent).
-fn probe_cost(s: &super::launch::DecodeShape, lens: &[u32]) -> Cost {
-    let keys: u64 = lens.iter().map(|&l| l as u64).sum();
-    let pages: u64 = lens.iter().map(|&l| (l as u64).div_ceil(s.page_size as u64)).sum();
-    Cost::new(
-        Flops(0),
-        Bytes::of::<u16>(2 * keys * (s.hkv * s.dim) as u64) + Bytes::of::<u32>(pages + lens.len() as u64),
-    )
-}
 
 struct ProbeWork {
     p: Problem,
@@ -126,7 +115,8 @@ pub fn cases(quick: bool, size: Option<u64>, seed: u64) -> Vec<Case> {
                 ladder: PROBE_LADDER,
                 shape: format!("batch {batch} L {l}"),
                 note: format!("copy-only probe, {}; {} keys", probe.name().replace('_', " "), lens.iter().map(|&x| x as u64).sum::<u64>()),
-                cost: probe_cost(&s, &lens),
+                // The cache's bytes (the u32 a block written: a fraction of a percent, not counted).
+                cost: Cost::new(Flops(0), super::cost::cache_bytes(&s, &lens)),
                 torch: None,
                 prepare: Box::new(move |gpu: &Gpu| {
                     let p = problem(gpu, HEADS, &lens, Some(POOL_PAGES), seed ^ 0xdec0)?;

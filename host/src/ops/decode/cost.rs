@@ -4,19 +4,23 @@
 use super::launch::{DecodeShape, Variant};
 use crate::cost::{Bytes, Cost, Flops};
 
-/// 4·D FLOPs per (query head, key); bytes: the K and V rows the contexts need (each KV
-/// head's, once), q read and out written, the block-table entries used and the lengths.
-pub fn cost(s: &DecodeShape, lens: &[u32]) -> Cost {
+/// The bytes of the cache a step must read: the K and V rows the contexts need (each KV
+/// head's, once), the block-table entries used and the lengths (the copy-only probe's cost).
+pub fn cache_bytes(s: &DecodeShape, lens: &[u32]) -> Bytes {
     let keys: u64 = lens.iter().map(|&l| l as u64).sum();
     let pages: u64 = lens
         .iter()
         .map(|&l| (l as u64).div_ceil(s.page_size as u64))
         .sum();
-    let (d, hq, hkv) = (s.dim as u64, s.hq as u64, s.hkv as u64);
+    Bytes::of::<u16>(2 * keys * s.hkv as u64 * s.dim as u64) + Bytes::of::<u32>(pages + lens.len() as u64)
+}
+
+/// 4·D FLOPs per (query head, key); bytes: [`cache_bytes`], plus q read and out written.
+pub fn cost(s: &DecodeShape, lens: &[u32]) -> Cost {
+    let keys: u64 = lens.iter().map(|&l| l as u64).sum();
     Cost::new(
-        Flops(4 * d * hq * keys),
-        Bytes::of::<u16>(2 * keys * hkv * d + 2 * s.q_elements() as u64)
-            + Bytes::of::<u32>(pages + lens.len() as u64),
+        Flops(4 * s.dim as u64 * s.hq as u64 * keys),
+        cache_bytes(s, lens) + Bytes::of::<u16>(2 * s.q_elements() as u64),
     )
 }
 
