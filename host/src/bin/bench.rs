@@ -28,6 +28,10 @@ struct Args {
     /// Only variants whose name contains this text (repeatable), e.g. `v03` or `v02_coalesced_copy`.
     #[arg(long)]
     variant: Vec<String>,
+    /// Only cases of this shape, as the table writes it (repeatable), e.g. `"batch 1 L 32768"`
+    /// or `4096x4096`; `--list` shows each case's shape.
+    #[arg(long)]
+    shape: Vec<String>,
     /// Problem size for every family, e.g. 1048576, 2^20, 16M: elements for memory and
     /// reduce and the row-wise families (rows = size / columns), M = N = K for gemm.
     #[arg(long, value_parser = parse_size)]
@@ -153,12 +157,28 @@ fn main() -> ExitCode {
         .filter(|c| {
             args.variant.is_empty() || args.variant.iter().any(|v| c.variant.contains(v.as_str()))
         })
+        .filter(|c| args.shape.is_empty() || args.shape.iter().any(|s| c.shape == s.trim()))
         .collect();
     if args.list {
         for c in &cases {
             println!("{:<48} {} {}", c.name(), c.shape, c.note);
         }
         return ExitCode::SUCCESS;
+    }
+    if cases.is_empty() && !args.ceilings && !args.shape.is_empty() {
+        let mut shapes: Vec<String> = ops::all_cases(args.quick, args.size, seed)
+            .into_iter()
+            .filter(|c| args.family.is_empty() || args.family.iter().any(|f| f == c.family))
+            .map(|c| c.shape)
+            .collect();
+        shapes.dedup();
+        eprintln!(
+            "rooflab: no case of {:?} matches the other filters. Shapes of the selected families{}:\n  {}",
+            args.shape,
+            if args.quick { " (--quick)" } else { "" },
+            shapes.join("\n  ")
+        );
+        return ExitCode::from(2);
     }
     if cases.is_empty() && !args.ceilings {
         let names: Vec<String> = ops::all_cases(true, None, 0)
