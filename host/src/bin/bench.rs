@@ -151,14 +151,15 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     };
-    let cases: Vec<_> = ops::all_cases(args.quick, args.size, seed)
+    // The selected families' cases, split into those the variant and shape filters keep
+    // and the rest (whose shapes an unmatched `--shape` lists).
+    let (cases, passed_over): (Vec<_>, Vec<_>) = ops::all_cases(args.quick, args.size, seed)
         .into_iter()
         .filter(|c| args.family.is_empty() || args.family.iter().any(|f| f == c.family))
-        .filter(|c| {
-            args.variant.is_empty() || args.variant.iter().any(|v| c.variant.contains(v.as_str()))
-        })
-        .filter(|c| args.shape.is_empty() || args.shape.iter().any(|s| c.shape == s.trim()))
-        .collect();
+        .partition(|c| {
+            (args.variant.is_empty() || args.variant.iter().any(|v| c.variant.contains(v.as_str())))
+                && (args.shape.is_empty() || args.shape.iter().any(|s| c.shape == s.trim()))
+        });
     if args.list {
         for c in &cases {
             println!("{:<48} {} {}", c.name(), c.shape, c.note);
@@ -166,12 +167,13 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     if cases.is_empty() && !args.ceilings && !args.shape.is_empty() {
-        let mut shapes: Vec<String> = ops::all_cases(args.quick, args.size, seed)
-            .into_iter()
-            .filter(|c| args.family.is_empty() || args.family.iter().any(|f| f == c.family))
-            .map(|c| c.shape)
-            .collect();
-        shapes.dedup();
+        // Each shape once, in the bench's order.
+        let mut shapes: Vec<&str> = Vec::new();
+        for c in &passed_over {
+            if !shapes.contains(&c.shape.as_str()) {
+                shapes.push(&c.shape);
+            }
+        }
         eprintln!(
             "rooflab: no case of {:?} matches the other filters. Shapes of the selected families{}:\n  {}",
             args.shape,

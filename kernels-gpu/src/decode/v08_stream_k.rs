@@ -60,13 +60,13 @@ pub const fn resident_blocks_with(shared: u32, d: u32) -> u32 {
 /// shortest split (shorter ranges spend more on the rings' fill and the partial rows than
 /// on keys).
 pub const MIN_TILES_PER_BLOCK: u32 = 32;
-/// What a segment costs a block beyond its tiles, in tiles, when the host packs the plan:
-/// one round of the block's warps (each segment fills its rings from DRAM and drains them,
-/// then merges across warps). Measured (H100, 2026-12-07 21:10, v10,
+/// What a segment costs a block beyond its tiles, in tiles, when the host packs the plan
+/// (each segment fills its rings from DRAM and drains them, then merges across warps): two
+/// rounds of the block's warps. Measured (H100, 2026-12-07 21:10, v10,
 /// `docs/runs/2026-12-07-h100-2110-decode-plan.txt`): packed by tiles alone, 83.5% of the
 /// roof at batch 64 × L 4096 and 55.3% at L 1024; charging 0 / 8 / 16 tiles a segment,
 /// 86.3 / 89.6 / 91.4% and 60.3 / 71.5 / 76.6%; batch 1 × L 32768 (one segment a block)
-/// within the runs' spread. Two rounds, 16 tiles, since 2026-12-08: with it the decode GPU
+/// within the runs' spread. 16 since 2026-12-08 (8 before): with it the decode GPU
 /// tests pass (H100, 00:55; `docs/runs/2026-12-08-h100-0102-decode-seg16.txt`) and v10 reads
 /// 89.6% at batch 64 × L 4096 and 77.0% at L 1024.
 pub const SEGMENT_COST_TILES: u32 = 2 * WARPS;

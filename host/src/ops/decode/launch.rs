@@ -180,6 +180,12 @@ pub struct StreamPlan {
     pub buffer: Vec<u32>,
 }
 
+/// Tiles a segment may hold in a block of cost at most `c` whose cost so far is `fill`:
+/// whole rounds of the warps, after the segment's own cost (`pack`'s unit).
+fn segment_room(c: u32, fill: u32) -> u32 {
+    c.saturating_sub(fill.saturating_add(v08::SEGMENT_COST_TILES)) / v08::WARPS * v08::WARPS
+}
+
 /// Each block's first tile for pairs starting at `starts[p]` (`starts[p + 1]` the next),
 /// packed into blocks of a cost of at most `c`, in tiles: a piece of a pair (a segment)
 /// costs its tiles rounded up to whole rounds of the block's warps (`v08::WARPS` tiles: warp
@@ -192,19 +198,18 @@ pub struct StreamPlan {
 fn pack(starts: &[u32], c: u32) -> Vec<u32> {
     let (min, w, seg) = (v08::MIN_TILES_PER_BLOCK, v08::WARPS, v08::SEGMENT_COST_TILES);
     let cost = |tiles: u32| seg + tiles.div_ceil(w) * w;
-    // Tiles a segment may hold in a block whose cost so far is `fill`: whole rounds.
-    let room = |fill: u32| c.saturating_sub(fill.saturating_add(seg)) / w * w;
     let mut blocks = Vec::new();
     // Cost of the open block (0: none open; a full one takes nothing more either way).
     let mut fill = 0u32;
     for p in starts.windows(2) {
         let (mut pos, mut rem) = (p[0], p[1] - p[0]);
-        if fill > 0 && (cost(rem) <= c - fill || room(fill) >= min) {
-            let take = if cost(rem) <= c - fill { rem } else { room(fill) };
+        let fits = cost(rem) <= c - fill;
+        if fill > 0 && (fits || segment_room(c, fill) >= min) {
+            let take = if fits { rem } else { segment_room(c, fill) };
             (pos, rem, fill) = (pos + take, rem - take, fill + cost(take));
         }
         while rem > 0 {
-            let take = rem.min(room(0));
+            let take = rem.min(segment_room(c, 0));
             blocks.push(pos);
             (pos, rem, fill) = (pos + take, rem - take, cost(take));
         }
@@ -261,7 +266,7 @@ impl StreamPlan {
         }
         let c = lo;
         let mut block_start = pack(&starts, c);
-        let tiles_per_block = (c - v08::SEGMENT_COST_TILES) / v08::WARPS * v08::WARPS;
+        let tiles_per_block = segment_room(c, 0);
         let blocks = block_start.len() as u32;
         block_start.push(total);
         let np = pairs as usize;
@@ -1200,7 +1205,7 @@ mod unit_tests {
             assert_eq!(groups.len() as u32, p.groups);
         }
         // Batch 1 × L 32768 at D 128 on 132 SMs: 16384 tiles in one wave of at most 264
-        // blocks, about 33 partial rows a head.
+        // blocks, 32 partial rows a head (each pair in 32 blocks of 64 tiles).
         let p = StreamPlan::new(&one, &[32768], 132).unwrap();
         assert_eq!((p.tiles, p.tiles_per_block), (16384, 64));
         assert!(p.blocks <= 264);
