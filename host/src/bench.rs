@@ -31,6 +31,11 @@ pub trait Workload {
     fn launch_peer(&mut self, _gpu: &Gpu, _i: usize) -> Result<()> {
         Err(Error::Other("this workload has no in-process peer".into()))
     }
+    /// One launch that records every block's stamps (`--timeline`, [`crate::timeline`]);
+    /// `None` for kernels that do not record them.
+    fn timeline(&mut self, _gpu: &Gpu) -> Option<Result<Vec<crate::timeline::BlockStamps>>> {
+        None
+    }
 }
 
 /// Whether a case has a peer library to compare with, and if so whether it can run here.

@@ -1,6 +1,7 @@
 //! The guided lab's modes of `rooflab-bench`: `--explain`, `--render`, `--profile-one`,
-//! `--ncu`, `--check-metrics`. Flattened into the bench's arguments; [`LabArgs::run`] handles
-//! them before the bench proper starts (it returns `None` when none was asked for).
+//! `--timeline`, `--ncu`, `--check-metrics`. Flattened into the bench's arguments;
+//! [`LabArgs::run`] handles them before the bench proper starts (it returns `None` when none
+//! was asked for).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -27,6 +28,11 @@ pub struct LabArgs {
     /// (what `--ncu` runs under Nsight Compute).
     #[arg(long, value_name = "NAME")]
     pub profile_one: Option<String>,
+    /// Where one launch of NAME (`family/variant[@shape]`) spends its time, block by block:
+    /// every block's start, end of its own work, end and SM from the GPU clock, summarized
+    /// and written to OUT/timeline.csv (decode's stream-K steps v08-v10 record them).
+    #[arg(long, value_name = "NAME")]
+    pub timeline: Option<String>,
     /// Profile one launch of NAME under Nsight Compute (`ncu`) with rooflab's metric set and
     /// print it next to the cost model.
     #[arg(long, value_name = "NAME")]
@@ -62,6 +68,9 @@ impl LabArgs {
         }
         if let Some(name) = &self.profile_one {
             return Some(profile::run_one(name, size));
+        }
+        if let Some(name) = &self.timeline {
+            return Some(profile::run_timeline(name, size, out));
         }
         if self.check_metrics {
             return Some(profile::check_metrics(self.ncu_path.as_deref()));

@@ -39,6 +39,7 @@ pub mod report;
 pub mod roofline;
 pub mod tensor;
 pub mod testing;
+pub mod timeline;
 pub mod timing;
 pub mod tma;
 pub mod torch_peer;

@@ -83,7 +83,7 @@ fn profiler(on: bool) -> Result<()> {
 /// The case `name` names: `FAMILY/VARIANT`, the first case of that name, or
 /// `FAMILY/VARIANT@TEXT`, the first whose shape or note contains TEXT (e.g.
 /// `memory/v01_strided_copy@stride 8`, `bf16_gemm/v05_weight_streaming@8×28672`).
-fn find_case(name: &str, size: Option<u64>) -> std::result::Result<Case, ExitCode> {
+pub(crate) fn find_case(name: &str, size: Option<u64>) -> std::result::Result<Case, ExitCode> {
     let mut cases = ops::all_cases(false, size, crate::check::seed());
     let (name, pick) = match name.split_once('@') {
         Some((n, p)) => (n, Some(p)),
@@ -135,6 +135,57 @@ pub fn run_one(name: &str, size: Option<u64>) -> ExitCode {
         }
         Err(e) => {
             eprintln!("rooflab: --profile-one {name}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `--timeline NAME` ([`crate::timeline`]): check, warm up, [`RUNS`] stamped and [`RUNS`] event-timed launches,
+/// then the median-span run's summary on stdout and its CSV under `out`.
+pub fn run_timeline(name: &str, size: Option<u64>, out: &Path) -> ExitCode {
+    use crate::timeline::{RUNS, Summary, quantile, write_csv};
+    let case = match find_case(name, size) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let result = (|| -> Result<()> {
+        let gpu = Gpu::new()?;
+        let mut w = (case.prepare)(&gpu)?;
+        w.check(&gpu)?;
+        let plain = gpu.time(WARMUP, RUNS, |i| w.launch(&gpu, i))?;
+        let mut runs = Vec::with_capacity(RUNS);
+        for _ in 0..RUNS {
+            let stamps = w.timeline(&gpu).unwrap_or_else(|| {
+                Err(Error::Other(format!(
+                    "{} records no timeline: only decode's stream-K steps (v08-v10) do",
+                    case.name()
+                )))
+            })?;
+            let summary = Summary::new(&stamps)?;
+            runs.push((summary, stamps));
+        }
+        runs.sort_by(|a, b| a.0.span_us.total_cmp(&b.0.span_us));
+        let (summary, stamps) = &runs[runs.len() / 2];
+        let mut plain = plain;
+        plain.sort_by(f64::total_cmp);
+        println!("timeline of {} {} ({})", case.name(), case.shape, case.note);
+        println!(
+            "  stamped spans, µs: {}; unstamped launches (events), µs: median {:.1}",
+            runs.iter().map(|r| format!("{:.1}", r.0.span_us)).collect::<Vec<_>>().join(" "),
+            quantile(&plain, 0.5)
+        );
+        print!("{}", summary.render());
+        std::fs::create_dir_all(out)
+            .map_err(|e| Error::Other(format!("cannot create {}: {e}", out.display())))?;
+        let csv = out.join("timeline.csv");
+        write_csv(&csv, stamps)?;
+        println!("  per-block stamps of the median run: {}", csv.display());
+        Ok(())
+    })();
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rooflab: --timeline {name}: {e}");
             ExitCode::FAILURE
         }
     }

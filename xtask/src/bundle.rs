@@ -14,6 +14,7 @@
 //!   torch_peer.py      the PyTorch peer script for `--peer torch`
 //!   docs/*.md          the guide's chapters, which the HTML report links
 //!   run-all            runs the tests (optionally under compute-sanitizer), then the bench
+//!   verify             the same work in parts that each fit one time-limited device call
 //!   profile            one variant under Nsight Compute (`./profile --help`)
 //! ```
 
@@ -22,7 +23,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
-use crate::{deps, lab, ptxas, run_all, sass, util};
+use crate::{deps, lab, ptxas, run_all, sass, util, verify};
 
 /// The transfer limit is 64 MiB; keep a margin.
 const MAX_BUNDLE_BYTES: u64 = 60 * 1024 * 1024;
@@ -151,6 +152,8 @@ pub fn run() -> Result<()> {
     fs::write(dir.join("sass-summary.txt"), sass_text)?;
     fs::write(dir.join("run-all"), run_all::SCRIPT)?;
     set_executable(&dir.join("run-all"))?;
+    fs::write(dir.join("verify"), verify::SCRIPT)?;
+    set_executable(&dir.join("verify"))?;
     fs::write(dir.join("profile"), lab::PROFILE_SCRIPT)?;
     set_executable(&dir.join("profile"))?;
 

@@ -15,6 +15,7 @@ mod run_all;
 mod sass;
 mod test;
 mod util;
+mod verify;
 
 use std::process::ExitCode;
 

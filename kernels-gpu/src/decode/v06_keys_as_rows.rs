@@ -213,6 +213,7 @@ pub(in crate::decode) mod dev {
             segment::<D, KS, false, COPY_CP_ASYNC>(
                 q, k_cache, v_cache, block_table.add(b as usize * max_pages as usize), out,
                 ws_o, ws_ml, hq, hkv, page_size, scale, seg, dest, 0, 0, [core::ptr::null(); 2],
+                core::ptr::null_mut(),
             );
             if FUSED && splits > 1 {
                 let c = counters.add((b * thread::grid_dim_x() + thread::block_idx_x()) as usize);
@@ -270,7 +271,8 @@ pub(in crate::decode) mod dev {
     /// the warp's `bars`, `pos` being the warp's place in its ring (returned advanced past
     /// this segment; 0 with `cp.async`). Ends with every thread past the merge; the shared
     /// memory may be reused after a barrier (with the mbarrier forms, after each thread's
-    /// `fence.proxy.async`).
+    /// `fence.proxy.async`). A non-null `first_data` (v08-v10's `--timeline` stamp, passed to
+    /// thread 0 only) that still holds 0 gets the GPU clock when warp 0's first buffer is in.
     ///
     /// # Safety
     /// As [`body_with`] for the buffers and the block; `seg.begin < seg.end` within the
@@ -298,6 +300,7 @@ pub(in crate::decode) mod dev {
         bars: u32,
         pos: u32,
         maps: [*const TensorMap; 2],
+        first_data: *mut u64,
     ) -> u32 {
         const { assert!(D == 16 * KS && D.is_multiple_of(64) && KS <= 16) };
         // v10's page slots come from the prefetched lookup (`slot_from`) only.
@@ -547,6 +550,10 @@ pub(in crate::decode) mod dev {
                         acc[i] = mma_m16n8k16_bf16(va, pb[0], acc[i]);
                         acc[i] = mma_m16n8k16_bf16(va, pb[1], acc[i]);
                     });
+                }
+                // --timeline: when the block's first tile was in (its first segment's).
+                if c == 0 && !first_data.is_null() && *first_data == 0 {
+                    *first_data = thread::global_timer_ns();
                 }
                 // Every lane is done with this buffer before it is refilled.
                 warp::sync();

@@ -73,6 +73,18 @@ pub const SEGMENT_COST_TILES: u32 = 2 * WARPS;
 /// Partial rows a pair's last block reads at once per head.
 pub const COMBINE_UNROLL: usize = 8;
 
+/// The bench's `--timeline`: with a non-null `stamps` (zeroed) the kernel writes, per block
+/// `g`, `STAMP_WORDS` u64 at `stamps[STAMP_WORDS·g ..]`: the GPU clock (ns) when its thread
+/// 0 starts, when warp 0 has its first tile, when its last segment's merge is done, when
+/// the whole block is done (after a pair's combine, if it was the pair's last block), and
+/// its SM. Null (every other launch) costs a few branches per block.
+pub const STAMP_WORDS: usize = 5;
+pub const STAMP_START: usize = 0;
+pub const STAMP_FIRST_DATA: usize = 1;
+pub const STAMP_TILES_DONE: usize = 2;
+pub const STAMP_END: usize = 3;
+pub const STAMP_SM: usize = 4;
+
 // One warp merges one head of a chunk.
 const _: () = assert!(WARPS == HEADS);
 
@@ -126,8 +138,9 @@ pub(in crate::decode) mod dev {
     /// B·Hkv·⌈(Hq/Hkv)/HEADS⌉ pairs, each pair's tiles `⌈len / TILE⌉`, blocks covering the
     /// tiles in order, each from its first pair), the grid its blocks of `THREADS` threads
     /// with `shared_bytes(D)` of dynamic shared memory; the workspace holds the partial groups the plan numbers
-    /// (`HEADS` rows of D f32 and as many (m, l) pairs each), and `counters` `pairs` u32,
-    /// all 0 (each launch leaves them 0).
+    /// (`HEADS` rows of D f32 and as many (m, l) pairs each), `counters` `pairs` u32,
+    /// all 0 (each launch leaves them 0), and `stamps` null or `STAMP_WORDS` zeroed u64 a
+    /// block.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn body<const D: usize, const KS: usize, const U: usize, const COPY: u32>(
@@ -148,6 +161,7 @@ pub(in crate::decode) mod dev {
         pairs: u32,
         counters: *mut u32,
         maps: [*const TensorMap; 2],
+        stamps: *mut u64,
     ) {
         let mbar = COPY != COPY_CP_ASYNC;
         let group = hq / hkv;
@@ -158,6 +172,15 @@ pub(in crate::decode) mod dev {
         // `pairs`, tiles < T, partial groups inside the workspace; each segment is a
         // non-empty range of whole tiles of its pair's context (every context has a key).
         unsafe {
+            // --timeline: this block's stamps (the launch guarantees room for every block).
+            let stamp = if stamps.is_null() || thread::thread_idx_x() != 0 {
+                core::ptr::null_mut()
+            } else {
+                stamps.add(STAMP_WORDS * blk as usize)
+            };
+            if !stamp.is_null() {
+                *stamp.add(STAMP_START) = thread::global_timer_ns();
+            }
             let starts = plan;
             let offs = plan.add(part_off_at(pairs));
             let firsts = plan.add(pair_first_block_at(pairs));
@@ -198,7 +221,11 @@ pub(in crate::decode) mod dev {
                     q, k_cache, v_cache, block_table.add(b as usize * max_pages as usize), out,
                     ws_o, ws_ml, hq, hkv, page_size, scale,
                     Segment { b, kvh, chunk, begin, end }, dest, bars, pos, maps,
+                    if stamp.is_null() { stamp } else { stamp.add(STAMP_FIRST_DATA) },
                 );
+                if !stamp.is_null() {
+                    *stamp.add(STAMP_TILES_DONE) = thread::global_timer_ns();
+                }
                 if n > 1 && last_to_arrive(counters.add(p as usize), n) {
                     let g = thread::thread_idx_x() / 32;
                     let hi = chunk * HEADS + g;
@@ -220,13 +247,22 @@ pub(in crate::decode) mod dev {
                 }
                 sync_threads();
             }
+            // The block is done when its last warp is (a pair's combine runs on some warps).
+            if !stamps.is_null() {
+                sync_threads();
+                if !stamp.is_null() {
+                    *stamp.add(STAMP_END) = thread::global_timer_ns();
+                    *stamp.add(STAMP_SM) = thread::sm_id() as u64;
+                }
+            }
         }
     }
 }
 
 /// `stream_k_entry! { /// docs  NAME, D, KS, UNROLL, BLOCKS, COPY }`: decode's parameters
-/// with the workspace, then the plan, its pair count, the counters, and the K and V caches'
-/// tensor maps (read by v10's TMA copies only; v08 and v09 are passed null ones).
+/// with the workspace, then the plan, its pair count, the counters, the K and V caches'
+/// tensor maps (read by v10's TMA copies only; v08 and v09 are passed null ones), and the
+/// `--timeline` stamps (null but there).
 macro_rules! stream_k_entry {
     ($(#[$doc:meta])* $name:ident, $d:literal, $ks:literal, $u:expr, $blocks:expr, $copy:expr) => {
         crate::kernel! {
@@ -250,6 +286,7 @@ macro_rules! stream_k_entry {
                 counters: *mut u32,
                 k_map: *const crate::tensor_map::TensorMap,
                 v_map: *const crate::tensor_map::TensorMap,
+                stamps: *mut u64,
             ) {
                 crate::gpu::launch_bounds::<{ THREADS }, { $blocks }>();
                 // SAFETY: forwarded; the host launches the plan's grid with the step's block
@@ -260,7 +297,7 @@ macro_rules! stream_k_entry {
                     $crate::decode::v08_stream_k::dev::body::<$d, $ks, { $u }, { $copy }>(
                         q, k_cache, v_cache, block_table, context_lens, out, ws_o, ws_ml, hq,
                         hkv, page_size, max_pages, scale, plan, pairs, counters,
-                        [k_map, v_map],
+                        [k_map, v_map], stamps,
                     )
                 }
             }

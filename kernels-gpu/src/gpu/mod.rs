@@ -121,6 +121,27 @@ pub mod thread {
     pub fn thread_idx_in_block() -> u32 {
         thread_idx_y() * block_dim_x() + thread_idx_x()
     }
+
+    /// The GPU's nanosecond clock (`%globaltimer`), one clock for every SM, so stamps taken
+    /// by different blocks can be put on one timeline (the bench's `--timeline`). Not `pure`:
+    /// each read is a new value and must stay where it is written.
+    #[inline(always)]
+    pub fn global_timer_ns() -> u64 {
+        let t: u64;
+        // SAFETY: reading a special register has no preconditions.
+        unsafe { core::arch::asm!("mov.u64 {0}, %globaltimer;", out(reg64) t, options(nostack)) };
+        t
+    }
+
+    /// The SM this thread runs on (`%smid`; numbered by the hardware, possibly not
+    /// contiguously).
+    #[inline(always)]
+    pub fn sm_id() -> u32 {
+        let s: u32;
+        // SAFETY: as above.
+        unsafe { core::arch::asm!("mov.u32 {0}, %smid;", out(reg32) s, options(nostack, nomem)) };
+        s
+    }
 }
 
 /// Block-level synchronization (`bar.sync 0`).

@@ -1,7 +1,7 @@
 //! decode: the bench cases (batch 1, 16, 64, 256 × contexts of L and drawn in [1, L] for L
 //! 512, 4096, 32768; Hq 32, Hkv 8, D 128, pages of 16).
 
-use super::launch::{LADDER, Variant, decode};
+use super::launch::{LADDER, Variant, decode, decode_timeline};
 use super::tests::pages_needed;
 use super::tests::{Heads, Problem, check, problem};
 use crate::bench::{Case, TorchSpec, Workload};
@@ -49,6 +49,11 @@ impl Workload for DecodeWork {
     }
     fn launch(&mut self, gpu: &Gpu, _i: usize) -> Result<()> {
         decode(gpu, self.v, &self.p.q, &self.p.kv, &mut self.out)
+    }
+    fn timeline(&mut self, gpu: &Gpu) -> Option<Result<Vec<crate::timeline::BlockStamps>>> {
+        self.v
+            .streamed()
+            .then(|| decode_timeline(gpu, self.v, &self.p.q, &self.p.kv, &mut self.out))
     }
 }
 

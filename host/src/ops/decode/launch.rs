@@ -13,6 +13,7 @@ use crate::bench::KernelUse;
 use crate::error::{Error, Result};
 use crate::gpu::{DeviceArray, Gpu, Kernel, KernelId, LaunchConfig, ViewMut};
 use crate::tensor::{Buf, Dtype, expect_buf};
+use crate::timeline::BlockStamps;
 
 /// The decode ladder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -163,6 +164,7 @@ pub type StreamKernel = Kernel<(
     *mut u32,
     *const TensorMap,
     *const TensorMap,
+    *mut u64,
 )>;
 
 /// v08's plan of a step (`v08_stream_k`'s header): the (sequence, KV head, chunk) pairs'
@@ -710,7 +712,7 @@ pub fn decode(gpu: &Gpu, var: Variant, q: &Buf, kv: &PagedKv, out: &mut Buf) -> 
         return decode_pipelined(gpu, var, q, kv, out);
     }
     if var.streamed() {
-        return decode_stream_k(gpu, var, q, kv, out);
+        return decode_stream_k(gpu, var, q, kv, out, None);
     }
     let warps = var.warps(&s);
     if warps as u32 > MAX_GROUP {
@@ -917,7 +919,57 @@ fn decode_fused(gpu: &Gpu, q: &Buf, kv: &PagedKv, out: &mut Buf, plan: PipelineP
 /// v08 and v09: one launch of the step's plan (made on first use); the pairs cut across
 /// blocks leave their partial rows in the workspace and the last block of each merges them,
 /// ticketing through `pairs` of the GPU's counters (which it leaves at 0).
-fn decode_stream_k(gpu: &Gpu, var: Variant, q: &Buf, kv: &PagedKv, out: &mut Buf) -> Result<()> {
+/// One decode step of v08, v09 or v10 as [`decode`] runs it, with every block's
+/// [`BlockStamps`] (in block order; `v08_stream_k::STAMP_*`): where the launch's time goes,
+/// block by block (`rooflab-bench --timeline`).
+pub fn decode_timeline(
+    gpu: &Gpu,
+    var: Variant,
+    q: &Buf,
+    kv: &PagedKv,
+    out: &mut Buf,
+) -> Result<Vec<BlockStamps>> {
+    let s = kv.shape;
+    let op = var.main_kernel(s.dim).name();
+    if !var.streamed() {
+        return Err(Error::Other(format!(
+            "{op}: only the stream-K steps (v08-v10) record a timeline; it needs one wave of \
+             planned blocks"
+        )));
+    }
+    expect_buf(op, "q", q, Dtype::Bf16, s.q_elements())?;
+    expect_buf(op, "out", out, Dtype::Bf16, s.q_elements())?;
+    if s.batch == 0 {
+        return Ok(vec![]);
+    }
+    let blocks = kv.stream_plan(gpu)?.0.blocks as usize;
+    let mut stamps = gpu.alloc::<u64>(blocks * v08::STAMP_WORDS)?;
+    gpu.zero(stamps.view_mut())?;
+    decode_stream_k(gpu, var, q, kv, out, Some(stamps.view_mut()))?;
+    gpu.sync()?;
+    let words = stamps.to_host()?;
+    Ok(words
+        .chunks_exact(v08::STAMP_WORDS)
+        .map(|w| BlockStamps {
+            start_ns: w[v08::STAMP_START],
+            first_data_ns: w[v08::STAMP_FIRST_DATA],
+            tiles_done_ns: w[v08::STAMP_TILES_DONE],
+            end_ns: w[v08::STAMP_END],
+            sm: w[v08::STAMP_SM] as u32,
+        })
+        .collect())
+}
+
+/// v08-v10's launch; `stamps` (`--timeline`) holds `STAMP_WORDS` u64 for each of the plan's
+/// blocks.
+fn decode_stream_k(
+    gpu: &Gpu,
+    var: Variant,
+    q: &Buf,
+    kv: &PagedKv,
+    out: &mut Buf,
+    stamps: Option<ViewMut<'_, u64>>,
+) -> Result<()> {
     let s = kv.shape;
     let tma = var == Variant::V10TmaPages;
     let kernel = var.stream_kernel(s.dim);
@@ -961,6 +1013,9 @@ fn decode_stream_k(gpu: &Gpu, var: Variant, q: &Buf, kv: &PagedKv, out: &mut Buf
     let rows = plan.groups as usize * v08::HEADS as usize;
     let (o_len, len) = (rows * s.dim, rows * (s.dim + 2));
     let n_counters = plan.pairs as usize;
+    if let Some(st) = &stamps {
+        assert!(st.len() >= plan.blocks as usize * v08::STAMP_WORDS, "room for every block's stamps");
+    }
     gpu.with_workspace(len, |ws| {
         gpu.with_counters(n_counters, |counters| {
             let (wo, wml) = ws.view_range_mut(0..len).split_at(o_len);
@@ -971,7 +1026,8 @@ fn decode_stream_k(gpu: &Gpu, var: Variant, q: &Buf, kv: &PagedKv, out: &mut Buf
             // the workspace holds its groups' rows (HEADS rows of D f32 each, then as many
             // (m, l) pairs), the counters `pairs` u32 at 0, which the kernel leaves at 0.
             // With v10, the maps describe the caches checked above (Bf16Tiles::new checked
-            // their alignment and row stride); v08 and v09 never read theirs (null).
+            // their alignment and row stride); v08 and v09 never read theirs (null). The
+            // stamps, when given, hold every block's (asserted above).
             unsafe {
                 gpu.launch(
                     kernel,
@@ -995,6 +1051,7 @@ fn decode_stream_k(gpu: &Gpu, var: Variant, q: &Buf, kv: &PagedKv, out: &mut Buf
                         counters.view_range_mut(0..n_counters),
                         maps.0,
                         maps.1,
+                        stamps,
                     ),
                 )
             }

@@ -5,7 +5,7 @@
 use rand::Rng;
 use rand::seq::SliceRandom;
 
-use super::launch::{DecodeShape, LADDER, PagedKv, PipelinePlan, Variant, decode};
+use super::launch::{DecodeShape, LADDER, PagedKv, PipelinePlan, Variant, decode, decode_timeline};
 use super::probe::{PROBES, ProbeRun};
 use super::reference::decode_ref;
 use rooflab_kernels::decode::probe_read::decode_probe_read;
@@ -140,7 +140,13 @@ pub fn check(gpu: &Gpu, v: Variant, p: &Problem, seqs: &[usize]) -> Result<()> {
     out.poison(gpu)?;
     decode(gpu, v, &p.q, &p.kv, &mut out)?;
     gpu.sync()?;
-    let got = out.to_f32()?;
+    compare_out(v, p, seqs, &out.to_f32()?)
+}
+
+/// A launch's output `got` (every sequence): the sequences `seqs` against the f64
+/// reference, and no NaN anywhere.
+fn compare_out(v: Variant, p: &Problem, seqs: &[usize], got: &[f32]) -> Result<()> {
+    let s = p.kv.shape;
     let what = format!(
         "{} batch {} Hq {} Hkv {} page {} lens {:?}",
         v.row_variant(s.dim),
@@ -319,6 +325,37 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
                 check(gpu, v, &p, &all)?;
             }
             Ok(())
+        }));
+    }
+    // --timeline's stamped launches (v08-v10): the output is still right, and every block
+    // of the plan wrote its stamps, in order, on a real SM, within one launch's time.
+    for v in [Variant::V08StreamK, Variant::V09BulkCopy, Variant::V10TmaPages] {
+        t.push(GpuTest::new(format!("decode_{}_timeline_stamps_every_block", v.stem()), move |gpu| {
+            if refused_here(gpu, v)? {
+                return Ok(());
+            }
+            let h = Heads { hq: 32, hkv: 8, dim: 128, page_size: 16 };
+            let lens = [4097, 40, 1000, 3];
+            let p = problem(gpu, h, &lens, None, seed ^ 0x71e)?;
+            let mut out = Buf::alloc(gpu, Dtype::Bf16, p.kv.shape.q_elements())?;
+            out.poison(gpu)?;
+            let stamps = decode_timeline(gpu, v, &p.q, &p.kv, &mut out)?;
+            compare_out(v, &p, &[0, 1, 2, 3], &out.to_f32()?)?;
+            let blocks = p.kv.stream_plan(gpu)?.0.blocks as usize;
+            if stamps.len() != blocks || blocks < 2 {
+                return Err(Error::Mismatch(format!("{} stamps for a plan of {blocks} blocks", stamps.len())));
+            }
+            let summary = crate::timeline::Summary::new(&stamps).map_err(|e| Error::Mismatch(e.to_string()))?;
+            let sms = gpu.info.multiprocessors;
+            if let Some(b) = stamps.iter().position(|s| s.sm >= 4 * sms) {
+                return Err(Error::Mismatch(format!("block {b} stamped SM {} ({sms} SMs)", stamps[b].sm)));
+            }
+            // A small launch: far below a second (a stamp of garbage would not be).
+            if !(summary.span_us > 0.0 && summary.span_us < 1e6) {
+                return Err(Error::Mismatch(format!("a span of {} µs", summary.span_us)));
+            }
+            // The plain launch afterwards is unaffected (the counters came back to 0).
+            check(gpu, v, &p, &[0, 3])
         }));
     }
     // v07's last-block combine: several splits, launched three times (each launch must
