@@ -573,7 +573,7 @@ pub fn load(json: &Path) -> std::result::Result<Report, String> {
     std::fs::read_to_string(json)
         .map_err(|e| e.to_string())
         .and_then(|t| serde_json::from_str::<Report>(&t).map_err(|e| e.to_string()))
-        .map_err(|e| format!("--render {}: not a bench.json: {e}", json.display()))
+        .map_err(|e| format!("{}: not a bench.json: {e}", json.display()))
 }
 
 /// The `--render` mode's guide half: the generated files and the chapters' markers.

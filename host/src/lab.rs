@@ -28,6 +28,10 @@ pub struct LabArgs {
     /// (what `--ncu` runs under Nsight Compute).
     #[arg(long, value_name = "NAME")]
     pub profile_one: Option<String>,
+    /// Merge these bench.json files (repeatable; runs of one GPU and build, e.g. the
+    /// bundle's `./verify` parts) into OUT/bench.json and bench.csv, for one `--render`.
+    #[arg(long, value_name = "RESULTS_JSON")]
+    pub merge: Vec<PathBuf>,
     /// Where one launch of NAME (`family/variant[@shape]`) spends its time, block by block:
     /// every block's start, end of its own work, end and SM from the GPU clock, summarized
     /// and written to OUT/timeline.csv (decode's stream-K steps v08-v10 record them).
@@ -57,6 +61,9 @@ impl LabArgs {
         if let Some(name) = &self.explain {
             return Some(explain::run(name, size, device));
         }
+        if !self.merge.is_empty() {
+            return Some(merge_runs(&self.merge, out));
+        }
         if let Some(json) = &self.render {
             if !self.report_only {
                 let code = docs::run(json, &self.docs);
@@ -85,5 +92,27 @@ impl LabArgs {
             ));
         }
         None
+    }
+}
+
+/// `--merge A.json B.json ..`: [`crate::report::merge`] into `out`.
+fn merge_runs(jsons: &[PathBuf], out: &Path) -> ExitCode {
+    let parts: Result<Vec<_>, String> = jsons
+        .iter()
+        .map(|j| docs::load(j).map(|r| (j.display().to_string(), r)))
+        .collect();
+    let merged = parts.and_then(|p| crate::report::merge(p).map_err(|e| e.to_string()));
+    match merged.and_then(|r| {
+        crate::report::write_report(out, &r).map_err(|e| e.to_string())?;
+        Ok(r)
+    }) {
+        Ok(r) => {
+            println!("merged {} rows into {}", r.rows.len(), out.join("bench.json").display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("rooflab: {e}");
+            ExitCode::from(2)
+        }
     }
 }

@@ -521,6 +521,84 @@ pub fn twin_cell(r: &Row) -> String {
     }
 }
 
+/// Several runs on one GPU as one report (`rooflab-bench --merge`), for a bench cut into
+/// parts that each fit a time-limited call (the bundle's `./verify`): the rows of every part
+/// in order, each keeping the figures its own run gave it (its % of roof is against its own
+/// run's roofs); the ceilings and roofs shown are the first part's, and the note lists every
+/// part's date, families and DRAM roof. Refused: no part, parts of different GPUs, of
+/// different rooflab builds, measured beside predicted, or one row (name, shape, note) in
+/// two parts.
+pub fn merge(parts: Vec<(String, Report)>) -> Result<Report> {
+    let bad = |what: String| Error::Other(format!("--merge: {what}"));
+    let Some((first_name, first)) = parts.first() else {
+        return Err(bad("no bench.json given".into()));
+    };
+    let gpu = |r: &Report| {
+        r.device
+            .as_ref()
+            .and_then(|d| d.get("name"))
+            .and_then(|v| v.as_str())
+            .unwrap_or("unknown GPU")
+            .to_string()
+    };
+    let mut seen = std::collections::HashMap::new();
+    let mut lines = Vec::new();
+    for (i, (name, r)) in parts.iter().enumerate() {
+        if gpu(r) != gpu(first) {
+            return Err(bad(format!("{name} ran on {} and {first_name} on {}: merge runs of one GPU", gpu(r), gpu(first))));
+        }
+        if r.rooflab_version != first.rooflab_version {
+            return Err(bad(format!(
+                "{name} is rooflab {} and {first_name} rooflab {}: merge runs of one build",
+                r.rooflab_version, first.rooflab_version
+            )));
+        }
+        if r.measured != first.measured {
+            return Err(bad(format!("{name} and {first_name}: one is measured, the other predicted")));
+        }
+        for row in &r.rows {
+            let key = (row.name.clone(), row.shape.clone(), row.note.clone());
+            if let Some(j) = seen.insert(key, i) {
+                return Err(bad(format!(
+                    "row {} at {} is in {} and {name}",
+                    row.name, row.shape, parts[j].0
+                )));
+            }
+        }
+        let mut families: Vec<&str> = r.rows.iter().map(|x| x.family.as_str()).collect();
+        families.dedup();
+        lines.push(format!(
+            "{} ({}; {} rows; DRAM roof {})",
+            r.date_utc,
+            families.join(", "),
+            r.rows.len(),
+            r.roofs.as_ref().map_or("-".into(), |x| format!("{:.0} GB/s", x.dram_gbps))
+        ));
+    }
+    let last = &parts[parts.len() - 1].1;
+    let date_utc = if last.date_utc == first.date_utc {
+        first.date_utc.clone()
+    } else {
+        format!("{} to {}", first.date_utc, last.date_utc)
+    };
+    Ok(Report {
+        rooflab_version: first.rooflab_version.clone(),
+        date_utc,
+        device: first.device.clone(),
+        measured: first.measured,
+        ceilings: first.ceilings.clone(),
+        roofs: first.roofs.clone(),
+        rows: parts.iter().flat_map(|(_, r)| r.rows.clone()).collect(),
+        note: Some(format!(
+            "merged from {} runs on {}, each row's % of roof against its own run's roofs (the \
+             ceilings shown are the first run's): {}",
+            parts.len(),
+            gpu(first),
+            lines.join("; ")
+        )),
+    })
+}
+
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
     std::fs::write(&tmp, bytes)?;
@@ -573,6 +651,49 @@ pub(crate) mod tests {
         // 100 bytes at 100 GB/s: 0.001 µs floor; measured 2 µs -> 0.05 % of roof.
         assert!((rows[1].pct_of_roof.unwrap() - 0.05).abs() < 1e-9);
         assert_eq!(rows[1].accounting.unwrap().bound, Bound::Memory);
+    }
+
+    #[test]
+    fn merge_keeps_every_part_and_refuses_what_does_not_belong_together() {
+        let run = |date: &str, gpu: &str, rows: Vec<Row>, dram: f64| Report {
+            rooflab_version: "1".into(),
+            date_utc: date.into(),
+            device: Some(serde_json::json!({ "name": gpu })),
+            measured: true,
+            ceilings: None,
+            roofs: Some(Roofs {
+                dram_gbps: dram,
+                l2_gbps: None,
+                smem_gbps: None,
+                fp32_gflops: 1.0,
+                compute: vec![],
+                instruction_ceilings: vec![],
+                launch_us: None,
+                origin: "test".into(),
+            }),
+            rows,
+            note: None,
+        };
+        let mut b = row("b", "copy", 2.0, 100);
+        b.pct_of_roof = Some(50.0);
+        let a = || run("2026-12-09 10:00", "H200", vec![row("a", "copy", 1.0, 100)], 4200.0);
+        let m = merge(vec![("a.json".into(), a()), ("b.json".into(), run("2026-12-09 10:09", "H200", vec![b.clone()], 4300.0))])
+            .unwrap();
+        assert_eq!(m.rows.len(), 2);
+        assert_eq!(m.rows[1].pct_of_roof, Some(50.0), "a row keeps its own run's figures");
+        assert_eq!(m.date_utc, "2026-12-09 10:00 to 2026-12-09 10:09");
+        assert_eq!(m.roofs.as_ref().unwrap().dram_gbps, 4200.0);
+        let note = m.note.unwrap();
+        assert!(note.contains("merged from 2 runs on H200") && note.contains("DRAM roof 4300 GB/s"), "{note}");
+        let e = |parts: Vec<(String, Report)>| merge(parts).unwrap_err().to_string();
+        assert!(e(vec![]).contains("no bench.json"));
+        let other = run("d", "H100", vec![b.clone()], 3000.0);
+        assert!(e(vec![("a.json".into(), a()), ("h.json".into(), other)]).contains("one GPU"));
+        let twice = e(vec![("a.json".into(), a()), ("c.json".into(), a())]);
+        assert!(twice.contains("row a at n is in a.json and c.json"), "{twice}");
+        let mut pred = run("d", "H200", vec![b], 1.0);
+        pred.measured = false;
+        assert!(e(vec![("a.json".into(), a()), ("p.json".into(), pred)]).contains("predicted"));
     }
 
     #[test]

@@ -11,9 +11,11 @@ set -uo pipefail
 
 usage() {
   cat <<'EOF'
-Usage: ./verify PART [ARGS...]     (env: OUT, default ./results; DEADLINE seconds, default 540)
+Usage: ./verify PART [ARGS...]     (env: OUT, default ./results; DEADLINE seconds, default 540;
+                                   TAG, a name for the part's folder and tarball)
 
-Parts (each writes under $OUT/PART-NAME/, then tars that into $OUT/PART-NAME.tgz):
+Parts (each writes under $OUT/NAME/, then tars that into $OUT/NAME.tgz; NAME is TAG, or the
+part and its first argument, plus a checksum of the rest when there are more):
   tests                      every GPU test (./gpu-tests), must pass
   sanitize FILTER            ./run-all with GPU_TEST_ARGS=FILTER: those tests, then the four
                              compute-sanitizer tools over them (each must report 0 errors),
@@ -38,15 +40,20 @@ keep the machine warm by sending the next call as soon as one returns:
   ./verify sanitize norm_
   ./verify sanitize gemm_            (SGEMM and bf16 GEMM tests)
   ./verify sanitize memory_ ; ./verify sanitize fused_elementwise_ (one call)
-  ./verify bench decode
+  TAG=bench-decode-b1 ./verify bench decode --shape "batch 1 L 512" --shape "batch 1 L 4096" --shape "batch 1 L 32768"
+  TAG=bench-decode-b16 ./verify bench decode --shape "batch 16 L 512" --shape "batch 16 L 4096" --shape "batch 16 L 32768"
+  TAG=bench-decode-b64 ./verify bench decode --shape "batch 64 L 512" --shape "batch 64 L 4096" --shape "batch 64 L 32768"
+  TAG=bench-decode-b256 ./verify bench decode --shape "batch 256 L 512" --shape "batch 256 L 4096" --shape "batch 256 L 32768"
   ./verify bench attention
   ./verify bench softmax
   ./verify bench norm
   ./verify bench gemm ; ./verify bench memory ; ./verify bench fused_elementwise
-  ./verify timeline "decode/v10_tma_pages_d128@batch 1 L 32768" "decode/v10_tma_pages_d128@batch 64 L 4096"
+  ./verify timeline "decode/v10_tma_pages_d128@batch 1 L 32768" "decode/v11_one_round_combine_d128@batch 1 L 32768" "decode/v10_tma_pages_d128@batch 64 L 4096" "decode/v11_one_round_combine_d128@batch 64 L 4096"
 Then, on the build machine: `cargo xtask report bench.json` for each bench part's JSON
-(a family absent from a run keeps its earlier table; each table is stamped with its run),
-and the run files under docs/runs/.
+(a family absent from a run keeps its earlier table; each table is stamped with its run).
+A family measured in several parts, as decode above, is one JSON first:
+`rooflab-bench --merge b1/bench.json --merge b16/bench.json .. --out decode-all` (the parts'
+rows, each with its own run's figures). Keep the run files under docs/runs/.
 EOF
 }
 
@@ -62,8 +69,12 @@ case "$part" in
   tests|sanitize|bench|timeline|ncu) ;;
   *) echo "verify: unknown part '$part'" >&2; usage >&2; exit 2 ;;
 esac
-# The part's folder name: the part and its first argument, made safe for a file name.
-slug="$(printf '%s' "$part${1:+-$1}" | tr -c 'A-Za-z0-9_.-' '-' | sed 's/-\+/-/g; s/-$//' | cut -c1-60)"
+# The part's folder name: TAG, or the part and its first argument (plus a checksum of all
+# the arguments when there are more, so two parts of one family do not share a name), made
+# safe for a file name.
+slug="${TAG:-$part${1:+-$1}}"
+[[ -z "${TAG:-}" && $# -gt 1 ]] && slug="$slug-$(printf '%s\n' "$@" | cksum | cut -c1-6)"
+slug="$(printf '%s' "$slug" | tr -c 'A-Za-z0-9_.-' '-' | sed 's/-\+/-/g; s/-$//' | cut -c1-72)"
 if ! mkdir -p "$OUT" || ! OUT="$(cd "$OUT" && pwd)"; then
   echo "verify: cannot create $OUT" >&2
   exit 2
@@ -196,7 +207,14 @@ mod tests {
         let args = std::fs::read_to_string(dir.join("bench-args")).unwrap();
         assert!(args.starts_with("--family|decode|--peer|torch|--out|"), "{args}");
         assert!(args.ends_with("|--shape|batch 1 L 32768|"), "{args}");
-        assert!(dir.join("out/bench-decode.tgz").is_file());
+        let names: Vec<String> = std::fs::read_dir(dir.join("out"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .collect();
+        assert!(names.iter().any(|n| n.starts_with("bench-decode-") && n.ends_with(".tgz")), "{names:?}");
+        // TAG names the part.
+        let (rc, _) = verify(&dir, &["bench", "decode", "--shape", "batch 64 L 4096"], &[("TAG", "b64")]);
+        assert!(rc == 0 && dir.join("out/b64.tgz").is_file());
 
         let (rc, text) = verify(&dir, &["timeline", "decode/v10_tma_pages_d128@batch 1 L 32768"], &[]);
         assert_eq!(rc, 0, "{text}");

@@ -25,6 +25,7 @@ pub mod v07_fused_combine;
 pub mod v08_stream_k;
 pub mod v09_bulk_copy;
 pub mod v10_tma_pages;
+pub mod v11_one_round_combine;
 /// Not a step: a copy-only read of the cache's bytes in decode's access pattern.
 pub mod probe_read;
 

@@ -122,6 +122,7 @@ pub(in crate::decode) mod dev {
     use crate::decode::v06_keys_as_rows::{COPY_CP_ASYNC, COPY_TMA_PAGES};
     use crate::decode::v09_bulk_copy as v09;
     use crate::decode::v10_tma_pages as v10;
+    use crate::decode::v11_one_round_combine as v11;
     use crate::tensor_map::TensorMap;
     use crate::gpu::async_copy::shared_addr;
     use crate::gpu::{shared, sync_threads, thread, warp};
@@ -143,7 +144,13 @@ pub(in crate::decode) mod dev {
     /// block.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    pub unsafe fn body<const D: usize, const KS: usize, const U: usize, const COPY: u32>(
+    pub unsafe fn body<
+        const D: usize,
+        const KS: usize,
+        const U: usize,
+        const COPY: u32,
+        const WIDE: bool,
+    >(
         q: *const u16,
         k_cache: *const u16,
         v_cache: *const u16,
@@ -227,13 +234,22 @@ pub(in crate::decode) mod dev {
                     *stamp.add(STAMP_TILES_DONE) = thread::global_timer_ns();
                 }
                 if n > 1 && last_to_arrive(counters.add(p as usize), n) {
-                    let g = thread::thread_idx_x() / 32;
-                    let hi = chunk * HEADS + g;
-                    if hi < group {
-                        combine_range::<U>(
-                            ws_o, ws_ml, out, b * hq + kvh * group + hi,
-                            group_row + g as usize * n as usize, n, D as u32,
+                    if WIDE {
+                        // v11: every warp, one round of loads (`v11_one_round_combine`).
+                        let live = (group - chunk * HEADS).min(HEADS);
+                        v11::dev::combine_pair::<D, { v11::ROWS_AT_ONCE }>(
+                            ws_o, ws_ml, out, b * hq + kvh * group + chunk * HEADS, live,
+                            group_row, n,
                         );
+                    } else {
+                        let g = thread::thread_idx_x() / 32;
+                        let hi = chunk * HEADS + g;
+                        if hi < group {
+                            combine_range::<U>(
+                                ws_o, ws_ml, out, b * hq + kvh * group + hi,
+                                group_row + g as usize * n as usize, n, D as u32,
+                            );
+                        }
                     }
                 }
                 p += 1;
@@ -259,12 +275,18 @@ pub(in crate::decode) mod dev {
     }
 }
 
-/// `stream_k_entry! { /// docs  NAME, D, KS, UNROLL, BLOCKS, COPY }`: decode's parameters
+/// `stream_k_entry! { /// docs  NAME, D, KS, UNROLL, BLOCKS, COPY[, WIDE] }` (`WIDE`: v11's
+/// merge of a pair's rows, else one warp a head reading `UNROLL` rows at once): decode's parameters
 /// with the workspace, then the plan, its pair count, the counters, the K and V caches'
 /// tensor maps (read by v10's TMA copies only; v08 and v09 are passed null ones), and the
 /// `--timeline` stamps (null but there).
 macro_rules! stream_k_entry {
     ($(#[$doc:meta])* $name:ident, $d:literal, $ks:literal, $u:expr, $blocks:expr, $copy:expr) => {
+        $crate::decode::v08_stream_k::stream_k_entry! {
+            $(#[$doc])* $name, $d, $ks, $u, $blocks, $copy, false
+        }
+    };
+    ($(#[$doc:meta])* $name:ident, $d:literal, $ks:literal, $u:expr, $blocks:expr, $copy:expr, $wide:expr) => {
         crate::kernel! {
             $(#[$doc])*
             pub unsafe fn $name(
@@ -294,7 +316,7 @@ macro_rules! stream_k_entry {
                 // maps of the caches as (D, Hkv, page slots) in 64 × 1 × 16 boxes with the
                 // 128-byte swizzle.
                 unsafe {
-                    $crate::decode::v08_stream_k::dev::body::<$d, $ks, { $u }, { $copy }>(
+                    $crate::decode::v08_stream_k::dev::body::<$d, $ks, { $u }, { $copy }, { $wide }>(
                         q, k_cache, v_cache, block_table, context_lens, out, ws_o, ws_ml, hq,
                         hkv, page_size, max_pages, scale, plan, pairs, counters,
                         [k_map, v_map], stamps,

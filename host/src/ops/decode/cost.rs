@@ -45,7 +45,8 @@ impl Variant {
             | Variant::V07FusedCombine
             | Variant::V08StreamK
             | Variant::V09BulkCopy
-            | Variant::V10TmaPages => {
+            | Variant::V10TmaPages
+            | Variant::V11OneRoundCombine => {
                 let group = (s.hq / s.hkv) as u32;
                 let (gc, _) = self.pipeline_block(s.dim, group);
                 let chunks = group.div_ceil(gc) as u64;

@@ -5,7 +5,7 @@ use rooflab_kernels::decode::{
     HEAD_DIMS, MAX_GROUP, shared_f32, v01_block_per_head, v02_gqa_grouped, v03_split_k,
     v04_vectorized_pipeline as v04, v05_mma_heads as v05, v06_keys_as_rows as v06,
     v07_fused_combine as v07, v08_stream_k as v08, v09_bulk_copy as v09,
-    v10_tma_pages as v10,
+    v10_tma_pages as v10, v11_one_round_combine as v11,
 };
 use rooflab_kernels::tensor_map::TensorMap;
 
@@ -28,9 +28,10 @@ pub enum Variant {
     V08StreamK,
     V09BulkCopy,
     V10TmaPages,
+    V11OneRoundCombine,
 }
 
-pub const LADDER: [Variant; 10] = [
+pub const LADDER: [Variant; 11] = [
     Variant::V01BlockPerHead,
     Variant::V02GqaGrouped,
     Variant::V03SplitK,
@@ -41,6 +42,7 @@ pub const LADDER: [Variant; 10] = [
     Variant::V08StreamK,
     Variant::V09BulkCopy,
     Variant::V10TmaPages,
+    Variant::V11OneRoundCombine,
 ];
 
 /// The sizes of one decode step.
@@ -386,6 +388,8 @@ impl Variant {
             (v09::HEADS, v09::shared_bytes(dim as u32))
         } else if self == Variant::V10TmaPages {
             (v10::HEADS, v10::shared_bytes(dim as u32))
+        } else if self == Variant::V11OneRoundCombine {
+            (v11::HEADS, v11::shared_bytes(dim as u32))
         } else {
             let gc = v04::group_chunk(group);
             (gc, v04::shared_bytes(dim as u32, gc))
@@ -422,19 +426,33 @@ impl Variant {
         }
     }
 
-    /// Whether the step launches v08's plan (v08-v10).
+    /// Whether the step launches v08's plan (v08-v11).
     pub fn streamed(self) -> bool {
-        matches!(self, Variant::V08StreamK | Variant::V09BulkCopy | Variant::V10TmaPages)
+        matches!(
+            self,
+            Variant::V08StreamK
+                | Variant::V09BulkCopy
+                | Variant::V10TmaPages
+                | Variant::V11OneRoundCombine
+        )
+    }
+
+    /// Whether the step's tiles are TMA boxes of a page's slots (v10, v11: page sizes a
+    /// multiple of 16 only).
+    pub fn tma_pages(self) -> bool {
+        matches!(self, Variant::V10TmaPages | Variant::V11OneRoundCombine)
     }
 
 
-    /// v08's, v09's or v10's kernel for head dim `dim` (v08's for any other step).
+    /// v08's, v09's, v10's or v11's kernel for head dim `dim` (v08's for any other step).
     pub fn stream_kernel(self, dim: usize) -> StreamKernel {
         match (self, dim) {
             (Variant::V09BulkCopy, 128) => v09::decode_v09_bulk_copy_d128,
             (Variant::V09BulkCopy, _) => v09::decode_v09_bulk_copy_d64,
             (Variant::V10TmaPages, 128) => v10::decode_v10_tma_pages_d128,
             (Variant::V10TmaPages, _) => v10::decode_v10_tma_pages_d64,
+            (Variant::V11OneRoundCombine, 128) => v11::decode_v11_one_round_combine_d128,
+            (Variant::V11OneRoundCombine, _) => v11::decode_v11_one_round_combine_d64,
             (_, 128) => v08::decode_v08_stream_k_d128,
             (_, _) => v08::decode_v08_stream_k_d64,
         }
@@ -464,9 +482,10 @@ impl Variant {
         match self {
             Variant::V03SplitK => Self::partial_kernel(dim).id(),
             Variant::V07FusedCombine => Self::fused_kernel(dim).id(),
-            Variant::V08StreamK | Variant::V09BulkCopy | Variant::V10TmaPages => {
-                self.stream_kernel(dim).id()
-            }
+            Variant::V08StreamK
+            | Variant::V09BulkCopy
+            | Variant::V10TmaPages
+            | Variant::V11OneRoundCombine => self.stream_kernel(dim).id(),
             Variant::V04VectorizedPipeline | Variant::V05MmaHeads | Variant::V06KeysAsRows => {
                 self.pipeline_kernel(dim, 4).id()
             }
@@ -495,7 +514,8 @@ impl Variant {
             | Variant::V07FusedCombine
             | Variant::V08StreamK
             | Variant::V09BulkCopy
-            | Variant::V10TmaPages => v04::WARPS as usize,
+            | Variant::V10TmaPages
+            | Variant::V11OneRoundCombine => v04::WARPS as usize,
         }
     }
 
@@ -971,19 +991,20 @@ fn decode_stream_k(
     stamps: Option<ViewMut<'_, u64>>,
 ) -> Result<()> {
     let s = kv.shape;
-    let tma = var == Variant::V10TmaPages;
+    let tma = var.tma_pages();
     let kernel = var.stream_kernel(s.dim);
     let op = kernel.name();
-    // v09 and v10 are in the sm_90a PTX only: said before anything is planned or launched.
+    // v09-v11 are in the sm_90a PTX only: said before anything is planned or launched.
     gpu.available(kernel)?;
     if tma && !s.page_size.is_multiple_of(v10::PAGE_MULTIPLE as usize) {
         return Err(Error::Shape {
             op: op.into(),
             what: format!(
-                "page size {} is not a multiple of {}: v10 copies a tile of {} keys as one \
+                "page size {} is not a multiple of {}: {} copies a tile of {} keys as one \
                  TMA box of one page's slots; use v09 or v08, which take any page size",
                 s.page_size,
                 v10::PAGE_MULTIPLE,
+                var.stem(),
                 v10::TILE
             ),
         });
@@ -1272,6 +1293,17 @@ mod unit_tests {
         assert_eq!(Variant::V09BulkCopy.stem(), "v09_bulk_copy");
         assert_eq!(Variant::V10TmaPages.stem(), "v10_tma_pages");
         assert_eq!(crate::ptx::first_arch_with(Variant::V10TmaPages.kernels(64)[0].name()), Some("sm_90a"));
+        assert_eq!(Variant::V11OneRoundCombine.stem(), "v11_one_round_combine");
+        assert_eq!(Variant::V11OneRoundCombine.row_variant(128), "v11_one_round_combine_d128");
+        assert_eq!(
+            crate::ptx::first_arch_with(Variant::V11OneRoundCombine.kernels(128)[0].name()),
+            Some("sm_90a")
+        );
+        assert!(Variant::V11OneRoundCombine.streamed() && Variant::V11OneRoundCombine.tma_pages());
+        // v11's merge: every live head a power of two of the block's warps, all inside it.
+        let per: [u32; v11::HEADS as usize] = std::array::from_fn(|i| v11::warps_per_head(i as u32 + 1));
+        assert_eq!(per, [8, 4, 2, 2, 1, 1, 1, 1]);
+        assert!((1..=v11::HEADS).all(|live| live * v11::warps_per_head(live) <= v11::WARPS));
         // v09 only in the sm_90a PTX; v08 from sm_80.
         assert_eq!(crate::ptx::first_arch_with(Variant::V09BulkCopy.kernels(128)[0].name()), Some("sm_90a"));
         assert_eq!(crate::ptx::first_arch_with(Variant::V08StreamK.kernels(64)[0].name()), Some("sm_80"));

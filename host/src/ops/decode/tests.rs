@@ -133,8 +133,9 @@ pub fn problem(
 pub fn check(gpu: &Gpu, v: Variant, p: &Problem, seqs: &[usize]) -> Result<()> {
     let s = p.kv.shape;
     let mut out = Buf::alloc(gpu, Dtype::Bf16, s.q_elements())?;
-    // v10 takes page sizes that are multiples of 16 only: others are refused, before launch.
-    if v == Variant::V10TmaPages && !s.page_size.is_multiple_of(16) {
+    // v10 and v11 take page sizes that are multiples of 16 only: others are refused, before
+    // launch.
+    if v.tma_pages() && !s.page_size.is_multiple_of(16) {
         return expect_error(decode(gpu, v, &p.q, &p.kv, &mut out), &["page size", "multiple of 16", "v09"]);
     }
     out.poison(gpu)?;
@@ -306,6 +307,7 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
         Variant::V08StreamK,
         Variant::V09BulkCopy,
         Variant::V10TmaPages,
+        Variant::V11OneRoundCombine,
     ] {
         t.push(GpuTest::new(format!("decode_{}_head_chunks_match_cpu", v.stem()), move |gpu| {
             if refused_here(gpu, v)? {
@@ -329,7 +331,7 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
     }
     // --timeline's stamped launches (v08-v10): the output is still right, and every block
     // of the plan wrote its stamps, in order, on a real SM, within one launch's time.
-    for v in [Variant::V08StreamK, Variant::V09BulkCopy, Variant::V10TmaPages] {
+    for v in [Variant::V08StreamK, Variant::V09BulkCopy, Variant::V10TmaPages, Variant::V11OneRoundCombine] {
         t.push(GpuTest::new(format!("decode_{}_timeline_stamps_every_block", v.stem()), move |gpu| {
             if refused_here(gpu, v)? {
                 return Ok(());
@@ -382,7 +384,7 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
     // v08's plan on this GPU (v09 runs the same): pairs cut across blocks (the long context),
     // blocks of many short pairs; three launches, the counters read back, then a second batch
     // of other lengths through the same GPU's counters.
-    for v in [Variant::V08StreamK, Variant::V09BulkCopy, Variant::V10TmaPages] {
+    for v in [Variant::V08StreamK, Variant::V09BulkCopy, Variant::V10TmaPages, Variant::V11OneRoundCombine] {
         t.push(GpuTest::new(
             format!("decode_{}_counters_return_to_zero", v.stem()),
             move |gpu| {
@@ -419,6 +421,49 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
             },
         ));
     }
+    // v11's merge of a pair's partial rows by the whole block: one warp a head and rounds
+    // past ROWS_AT_ONCE rows (group 8), two warps a head (group 4, D 64), three heads on
+    // six warps with two idle, one head on all eight, and a chunk of 8 beside one of 4.
+    t.push(GpuTest::new(
+        format!("decode_{}_merges_many_partials_match_cpu", Variant::V11OneRoundCombine.stem()),
+        move |gpu| {
+            let v = Variant::V11OneRoundCombine;
+            if refused_here(gpu, v)? {
+                return Ok(());
+            }
+            let r = rooflab_kernels::decode::v11_one_round_combine::ROWS_AT_ONCE as u32;
+            let per = rooflab_kernels::decode::v11_one_round_combine::warps_per_head;
+            for (i, (hq, dim, lens, rounds)) in [
+                (8, 128, vec![20_000], true),
+                (4, 64, vec![30_000], true),
+                (3, 128, vec![9000, 2], false),
+                (1, 64, vec![5000], false),
+                (12, 128, vec![7000, 40], false),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let h = Heads { hq, hkv: 1, dim, page_size: 16 };
+                let p = problem(gpu, h, &lens, None, seed ^ (0x11c + i as u64))?;
+                let (plan, _) = p.kv.stream_plan(gpu)?;
+                // Pair 0 (sequence 0, chunk 0) is cut; its warps' rows take several rounds
+                // where the case says so.
+                let n = plan.pair_blocks(0).1;
+                let live = (hq as u32).min(rooflab_kernels::decode::v11_one_round_combine::HEADS);
+                if n < 2 || (rounds && n.div_ceil(per(live)) <= r) {
+                    return Err(Error::Other(format!(
+                        "hq {hq} lens {lens:?}: pair 0 cut across {n} blocks ({} warps a head); \
+                         this case needs {}",
+                        per(live),
+                        if rounds { "more rows a warp than one round reads" } else { "a cut" }
+                    )));
+                }
+                let all: Vec<usize> = (0..lens.len()).collect();
+                check(gpu, v, &p, &all)?;
+            }
+            Ok(())
+        },
+    ));
     t.push(GpuTest::new(
         "decode_bad_input_is_refused_before_launch",
         |gpu| {
