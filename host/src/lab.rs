@@ -34,7 +34,7 @@ pub struct LabArgs {
     pub merge: Vec<PathBuf>,
     /// Where one launch of NAME (`family/variant[@shape]`) spends its time, block by block:
     /// every block's start, end of its own work, end and SM from the GPU clock, summarized
-    /// and written to OUT/timeline.csv (decode's stream-K steps v08-v10 record them).
+    /// and written to OUT/timeline.csv (decode's stream-K steps v08-v11 record them).
     #[arg(long, value_name = "NAME")]
     pub timeline: Option<String>,
     /// Profile one launch of NAME under Nsight Compute (`ncu`) with rooflab's metric set and

@@ -104,8 +104,14 @@ pub(crate) fn find_case(name: &str, size: Option<u64>) -> std::result::Result<Ca
     }
 }
 
-/// `--profile-one NAME`: check once, warm up, then one launch inside the profiler range.
-pub fn run_one(name: &str, size: Option<u64>) -> ExitCode {
+/// Finds NAME's case, prepares it on the GPU and checks it once against the CPU reference,
+/// then runs `f`; an error is printed as `rooflab: MODE NAME: ...`.
+fn on_checked_case(
+    mode: &str,
+    name: &str,
+    size: Option<u64>,
+    f: impl FnOnce(&Case, &Gpu, &mut dyn crate::bench::Workload) -> Result<()>,
+) -> ExitCode {
     let case = match find_case(name, size) {
         Ok(c) => c,
         Err(code) => return code,
@@ -114,50 +120,45 @@ pub fn run_one(name: &str, size: Option<u64>) -> ExitCode {
         let gpu = Gpu::new()?;
         let mut w = (case.prepare)(&gpu)?;
         w.check(&gpu)?;
-        for i in 0..WARMUP {
-            w.launch(&gpu, i)?;
-        }
-        gpu.sync()?;
-        profiler(true)?;
-        w.launch(&gpu, WARMUP)?;
-        gpu.sync()?;
-        profiler(false)
+        f(&case, &gpu, w.as_mut())
     })();
     match result {
-        Ok(()) => {
-            eprintln!(
-                "rooflab: profiled one launch of {} {} {}",
-                case.name(),
-                case.shape,
-                case.note
-            );
-            ExitCode::SUCCESS
-        }
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("rooflab: --profile-one {name}: {e}");
+            eprintln!("rooflab: {mode} {name}: {e}");
             ExitCode::FAILURE
         }
     }
 }
 
-/// `--timeline NAME` ([`crate::timeline`]): check, warm up, [`RUNS`] stamped and [`RUNS`] event-timed launches,
-/// then the median-span run's summary on stdout and its CSV under `out`.
+/// `--profile-one NAME`: check once, warm up, then one launch inside the profiler range.
+pub fn run_one(name: &str, size: Option<u64>) -> ExitCode {
+    on_checked_case("--profile-one", name, size, |case, gpu, w| {
+        for i in 0..WARMUP {
+            w.launch(gpu, i)?;
+        }
+        gpu.sync()?;
+        profiler(true)?;
+        w.launch(gpu, WARMUP)?;
+        gpu.sync()?;
+        profiler(false)?;
+        eprintln!("rooflab: profiled one launch of {} {} {}", case.name(), case.shape, case.note);
+        Ok(())
+    })
+}
+
+/// `--timeline NAME` ([`crate::timeline`]): check, warm up, [`RUNS`](crate::timeline::RUNS)
+/// stamped and as many event-timed launches, then the median-span run's summary on stdout
+/// and its CSV under `out`.
 pub fn run_timeline(name: &str, size: Option<u64>, out: &Path) -> ExitCode {
     use crate::timeline::{RUNS, Summary, quantile, write_csv};
-    let case = match find_case(name, size) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
-    let result = (|| -> Result<()> {
-        let gpu = Gpu::new()?;
-        let mut w = (case.prepare)(&gpu)?;
-        w.check(&gpu)?;
-        let plain = gpu.time(WARMUP, RUNS, |i| w.launch(&gpu, i))?;
+    on_checked_case("--timeline", name, size, |case, gpu, w| {
+        let plain = gpu.time(WARMUP, RUNS, |i| w.launch(gpu, i))?;
         let mut runs = Vec::with_capacity(RUNS);
         for _ in 0..RUNS {
-            let stamps = w.timeline(&gpu).unwrap_or_else(|| {
+            let stamps = w.timeline(gpu).unwrap_or_else(|| {
                 Err(Error::Other(format!(
-                    "{} records no timeline: only decode's stream-K steps (v08-v10) do",
+                    "{} records no timeline: only decode's stream-K steps (v08-v11) do",
                     case.name()
                 )))
             })?;
@@ -181,14 +182,7 @@ pub fn run_timeline(name: &str, size: Option<u64>, out: &Path) -> ExitCode {
         write_csv(&csv, stamps)?;
         println!("  per-block stamps of the median run: {}", csv.display());
         Ok(())
-    })();
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("rooflab: --timeline {name}: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    })
 }
 
 /// The ncu to run: `--ncu-path`, else PATH, else CUDA's default place.

@@ -1,6 +1,6 @@
 //! `rooflab-bench --timeline NAME[@SHAPE]`: where one launch's time goes, block by block.
 //!
-//! A kernel that supports it (decode's stream-K steps v08-v10) is passed a buffer in which
+//! A kernel that supports it (decode's stream-K steps v08-v11) is passed a buffer in which
 //! thread 0 of every block writes the GPU's nanosecond clock (`%globaltimer`, one clock for
 //! all SMs) when the block starts, when its first data is in, when its tiles are done and
 //! when it ends, and its SM.
@@ -79,6 +79,9 @@ pub struct Summary {
     pub start: Spread,
     /// Per block, first data − start: the latency of its set-up and first load.
     pub to_first_data: Spread,
+    /// Per block, tiles done − first data: how long its own work took once data came (for
+    /// blocks of equal work, e.g. decode at batch 1, the spread is the SMs' imbalance).
+    pub working: Spread,
     pub tiles_done: Spread,
     pub end: Spread,
     /// Per block, end − tiles done (decode: the combine of a pair's last block).
@@ -154,6 +157,9 @@ impl Summary {
             to_first_data: Spread::of(
                 stamps.iter().map(|s| (s.first_data_ns - s.start_ns) as f64 / 1e3).collect(),
             ),
+            working: Spread::of(
+                stamps.iter().map(|s| (s.tiles_done_ns - s.first_data_ns) as f64 / 1e3).collect(),
+            ),
             tiles_done: col(|s| s.tiles_done_ns),
             end: col(|s| s.end_ns),
             after_tiles: Spread::of(
@@ -174,6 +180,7 @@ impl Summary {
         w(&mut s, "span (first start to last end)", format!("{:.1} µs", self.span_us));
         w(&mut s, "start, µs (min / median / max)", self.start.to_string());
         w(&mut s, "first data − start, per block", self.to_first_data.to_string());
+        w(&mut s, "tiles done − first data, per block", self.working.to_string());
         w(&mut s, "tiles done", self.tiles_done.to_string());
         w(&mut s, "end", self.end.to_string());
         w(&mut s, "end − tiles done, per block", self.after_tiles.to_string());
@@ -258,6 +265,9 @@ mod tests {
         assert!((s.span_us - 20.0).abs() < 1e-9);
         assert_eq!(s.start, Spread { min: 0.0, median: 1.0, max: 2.0 });
         assert_eq!(s.to_first_data, Spread { min: 0.3, median: 0.3, max: 0.3 });
+        // Own work: 9.7, 10.7, 13.2 and 13.7 µs (nearest rank: the third is the median).
+        assert!((s.working.min - 9.7).abs() < 1e-9 && (s.working.max - 13.7).abs() < 1e-9);
+        assert!((s.working.median - 13.2).abs() < 1e-9, "{:?}", s.working);
         assert_eq!(s.end.max, 20.0);
         assert_eq!(s.after_tiles.max, 4.0);
         assert_eq!(s.sm_end, Spread { min: 12.0, median: 20.0, max: 20.0 });

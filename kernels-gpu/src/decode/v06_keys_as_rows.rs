@@ -271,7 +271,7 @@ pub(in crate::decode) mod dev {
     /// the warp's `bars`, `pos` being the warp's place in its ring (returned advanced past
     /// this segment; 0 with `cp.async`). Ends with every thread past the merge; the shared
     /// memory may be reused after a barrier (with the mbarrier forms, after each thread's
-    /// `fence.proxy.async`). A non-null `first_data` (v08-v10's `--timeline` stamp, passed to
+    /// `fence.proxy.async`). A non-null `first_data` (v08-v11's `--timeline` stamp, passed to
     /// thread 0 only) that still holds 0 gets the GPU clock when warp 0's first buffer is in.
     ///
     /// # Safety

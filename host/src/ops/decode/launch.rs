@@ -939,7 +939,7 @@ fn decode_fused(gpu: &Gpu, q: &Buf, kv: &PagedKv, out: &mut Buf, plan: PipelineP
 /// v08 and v09: one launch of the step's plan (made on first use); the pairs cut across
 /// blocks leave their partial rows in the workspace and the last block of each merges them,
 /// ticketing through `pairs` of the GPU's counters (which it leaves at 0).
-/// One decode step of v08, v09 or v10 as [`decode`] runs it, with every block's
+/// One decode step of v08-v11 as [`decode`] runs it, with every block's
 /// [`BlockStamps`] (in block order; `v08_stream_k::STAMP_*`): where the launch's time goes,
 /// block by block (`rooflab-bench --timeline`).
 pub fn decode_timeline(
@@ -953,7 +953,7 @@ pub fn decode_timeline(
     let op = var.main_kernel(s.dim).name();
     if !var.streamed() {
         return Err(Error::Other(format!(
-            "{op}: only the stream-K steps (v08-v10) record a timeline; it needs one wave of \
+            "{op}: only the stream-K steps (v08-v11) record a timeline; it needs one wave of \
              planned blocks"
         )));
     }
@@ -980,7 +980,7 @@ pub fn decode_timeline(
         .collect())
 }
 
-/// v08-v10's launch; `stamps` (`--timeline`) holds `STAMP_WORDS` u64 for each of the plan's
+/// v08-v11's launch; `stamps` (`--timeline`) holds `STAMP_WORDS` u64 for each of the plan's
 /// blocks.
 fn decode_stream_k(
     gpu: &Gpu,

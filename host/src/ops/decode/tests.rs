@@ -329,7 +329,7 @@ pub fn tests(seed: u64) -> Vec<GpuTest> {
             Ok(())
         }));
     }
-    // --timeline's stamped launches (v08-v10): the output is still right, and every block
+    // --timeline's stamped launches (v08-v11): the output is still right, and every block
     // of the plan wrote its stamps, in order, on a real SM, within one launch's time.
     for v in [Variant::V08StreamK, Variant::V09BulkCopy, Variant::V10TmaPages, Variant::V11OneRoundCombine] {
         t.push(GpuTest::new(format!("decode_{}_timeline_stamps_every_block", v.stem()), move |gpu| {
