@@ -127,10 +127,11 @@ pub(in crate::decode) mod dev {
     use crate::gpu::async_copy::shared_addr;
     use crate::gpu::{shared, sync_threads, thread, warp};
 
-    /// The kernel body at head dim `D` (`KS = D/16`), its combine reading `U` rows at once,
-    /// its segments' tiles copied as `COPY` says (`v06_keys_as_rows::COPY_*`: v08's
-    /// `cp.async`, v09's bulk rows, v10's TMA boxes through `maps`), with that step's
-    /// `shared_bytes(D)` of shared memory.
+    /// The kernel body at head dim `D` (`KS = D/16`), its combine reading `U` rows at once
+    /// (with `WIDE`, v11's `combine_pair` instead), its segments' tiles copied as `COPY`
+    /// says (`v06_keys_as_rows::COPY_*`: v08's `cp.async`, v09's bulk rows, v10's and
+    /// v11's TMA boxes through `maps`), with that step's `shared_bytes(D)` of shared memory;
+    /// `stamps` as [`STAMP_WORDS`] says.
     ///
     /// # Safety
     /// The buffers have decode's shapes (`super::super`); every block-table entry a context
@@ -138,10 +139,10 @@ pub(in crate::decode) mod dev {
     /// fit in u32 (host-checked); `plan` is the host's plan for these lengths (`pairs` =
     /// B·Hkv·⌈(Hq/Hkv)/HEADS⌉ pairs, each pair's tiles `⌈len / TILE⌉`, blocks covering the
     /// tiles in order, each from its first pair), the grid its blocks of `THREADS` threads
-    /// with `shared_bytes(D)` of dynamic shared memory; the workspace holds the partial groups the plan numbers
-    /// (`HEADS` rows of D f32 and as many (m, l) pairs each), `counters` `pairs` u32,
-    /// all 0 (each launch leaves them 0), and `stamps` null or `STAMP_WORDS` zeroed u64 a
-    /// block.
+    /// with `shared_bytes(D)` of dynamic shared memory; the workspace holds the partial
+    /// groups the plan numbers (`HEADS` rows of D f32 and as many (m, l) pairs each),
+    /// `counters` `pairs` u32, all 0 (each launch leaves them 0), and `stamps` null or
+    /// `STAMP_WORDS` zeroed u64 a block.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn body<
@@ -276,10 +277,10 @@ pub(in crate::decode) mod dev {
 }
 
 /// `stream_k_entry! { /// docs  NAME, D, KS, UNROLL, BLOCKS, COPY[, WIDE] }` (`WIDE`: v11's
-/// merge of a pair's rows, else one warp a head reading `UNROLL` rows at once): decode's parameters
-/// with the workspace, then the plan, its pair count, the counters, the K and V caches'
-/// tensor maps (read by v10's TMA copies only; v08 and v09 are passed null ones), and the
-/// `--timeline` stamps (null but there).
+/// merge of a pair's rows; without it one warp a head reading `UNROLL` rows at once).
+/// Parameters: decode's with the workspace, then the plan, its pair count, the counters, the
+/// K and V caches' tensor maps (read by the TMA copies only; v08 and v09 are passed null
+/// ones), and the `--timeline` stamps (null but there).
 macro_rules! stream_k_entry {
     ($(#[$doc:meta])* $name:ident, $d:literal, $ks:literal, $u:expr, $blocks:expr, $copy:expr) => {
         $crate::decode::v08_stream_k::stream_k_entry! {
