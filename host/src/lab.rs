@@ -33,8 +33,9 @@ pub struct LabArgs {
     #[arg(long, value_name = "RESULTS_JSON")]
     pub merge: Vec<PathBuf>,
     /// Where one launch of NAME (`family/variant[@shape]`) spends its time, block by block:
-    /// every block's start, end of its own work, end and SM from the GPU clock, summarized
-    /// and written to OUT/timeline.csv (decode's stream-K steps v08-v11 record them).
+    /// every block's start, first data, end of its own work, end and SM from the GPU clock,
+    /// summarized and written to OUT/timeline.csv (decode's stream-K steps v08-v11 record
+    /// them).
     #[arg(long, value_name = "NAME")]
     pub timeline: Option<String>,
     /// Profile one launch of NAME under Nsight Compute (`ncu`) with rooflab's metric set and

@@ -565,8 +565,12 @@ pub fn merge(parts: Vec<(String, Report)>) -> Result<Report> {
                 )));
             }
         }
-        let mut families: Vec<&str> = r.rows.iter().map(|x| x.family.as_str()).collect();
-        families.dedup();
+        let mut families: Vec<&str> = Vec::new();
+        for x in &r.rows {
+            if !families.contains(&x.family.as_str()) {
+                families.push(&x.family);
+            }
+        }
         lines.push(format!(
             "{} ({}; {} rows; DRAM roof {})",
             r.date_utc,

@@ -295,6 +295,13 @@ mod tests {
         assert!(e.contains("block 1") && e.contains("unwritten"), "{e}");
         let e = Summary::new(&[b(5, 900, 700, 0)]).unwrap_err().to_string();
         assert!(e.contains("out of order"), "{e}");
+        // First data after the block's tiles were done, and before its start.
+        let mut late = b(5, 600, 700, 0);
+        late.first_data_ns = 650;
+        assert!(Summary::new(&[late]).unwrap_err().to_string().contains("out of order"));
+        let mut early = b(500, 600, 700, 0);
+        early.first_data_ns = 400;
+        assert!(Summary::new(&[early]).unwrap_err().to_string().contains("out of order"));
     }
 
     #[test]

@@ -479,6 +479,10 @@ pub(in crate::decode) mod dev {
                     warp::sync();
                     ring + (c % STAGES) * tile_bytes
                 };
+                // --timeline: when the block's first tile was in (its first segment's).
+                if c == 0 && !first_data.is_null() && *first_data == 0 {
+                    *first_data = thread::global_timer_ns();
+                }
 
                 if c.is_multiple_of(2) {
                     // Sᵀ = K·qᵀ for the tile's 16 keys and the chunk's 8 heads, the even and
@@ -550,10 +554,6 @@ pub(in crate::decode) mod dev {
                         acc[i] = mma_m16n8k16_bf16(va, pb[0], acc[i]);
                         acc[i] = mma_m16n8k16_bf16(va, pb[1], acc[i]);
                     });
-                }
-                // --timeline: when the block's first tile was in (its first segment's).
-                if c == 0 && !first_data.is_null() && *first_data == 0 {
-                    *first_data = thread::global_timer_ns();
                 }
                 // Every lane is done with this buffer before it is refilled.
                 warp::sync();

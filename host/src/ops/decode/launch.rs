@@ -720,14 +720,19 @@ impl PagedKv {
     }
 }
 
+/// q and out are bf16 of `B·Hq·D` elements (what every step reads and writes).
+fn expect_q_out(op: &str, s: &DecodeShape, q: &Buf, out: &Buf) -> Result<()> {
+    expect_buf(op, "q", q, Dtype::Bf16, s.q_elements())?;
+    expect_buf(op, "out", out, Dtype::Bf16, s.q_elements())
+}
+
 /// One decode step with the given variant: `out[b][h] = softmax(q·Kᵀ/√D)·V` over sequence
 /// b's context.
 pub fn decode(gpu: &Gpu, var: Variant, q: &Buf, kv: &PagedKv, out: &mut Buf) -> Result<()> {
     let s = kv.shape;
     let kernel = var.kernel(s.dim);
     let op = var.main_kernel(s.dim).name();
-    expect_buf(op, "q", q, Dtype::Bf16, s.q_elements())?;
-    expect_buf(op, "out", out, Dtype::Bf16, s.q_elements())?;
+    expect_q_out(op, &s, q, out)?;
     if var.pipelined() {
         return decode_pipelined(gpu, var, q, kv, out);
     }
@@ -936,9 +941,6 @@ fn decode_fused(gpu: &Gpu, q: &Buf, kv: &PagedKv, out: &mut Buf, plan: PipelineP
     })
 }
 
-/// v08 and v09: one launch of the step's plan (made on first use); the pairs cut across
-/// blocks leave their partial rows in the workspace and the last block of each merges them,
-/// ticketing through `pairs` of the GPU's counters (which it leaves at 0).
 /// One decode step of v08-v11 as [`decode`] runs it, with every block's
 /// [`BlockStamps`] (in block order; `v08_stream_k::STAMP_*`): where the launch's time goes,
 /// block by block (`rooflab-bench --timeline`).
@@ -957,8 +959,7 @@ pub fn decode_timeline(
              planned blocks"
         )));
     }
-    expect_buf(op, "q", q, Dtype::Bf16, s.q_elements())?;
-    expect_buf(op, "out", out, Dtype::Bf16, s.q_elements())?;
+    expect_q_out(op, &s, q, out)?;
     if s.batch == 0 {
         return Ok(vec![]);
     }
@@ -980,8 +981,10 @@ pub fn decode_timeline(
         .collect())
 }
 
-/// v08-v11's launch; `stamps` (`--timeline`) holds `STAMP_WORDS` u64 for each of the plan's
-/// blocks.
+/// v08-v11: one launch of the step's plan (made on first use); the pairs cut across
+/// blocks leave their partial rows in the workspace and the last block of each merges them,
+/// ticketing through `pairs` of the GPU's counters (which it leaves at 0). `stamps`
+/// (`--timeline`) holds `STAMP_WORDS` u64 for each of the plan's blocks.
 fn decode_stream_k(
     gpu: &Gpu,
     var: Variant,
